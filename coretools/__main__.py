@@ -1,0 +1,5 @@
+import sys
+
+from coretools.cli import main
+
+sys.exit(main())

@@ -1,0 +1,299 @@
+"""Command line: `coretools-mcp [serve] ...`, `tools`, `call`, and the client bridge's commands.
+
+This is the only module that writes to stdout (besides the client CLI): for `tools` and `call`. While
+serving over stdio, stdout belongs to JSON-RPC and everything else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+from coretools import __version__
+
+SUBCOMMANDS = ("serve", "tools", "call", "client", "chat")
+EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def _common_parser() -> argparse.ArgumentParser:
+    """Options shared by `serve`, `tools` and `call`: the workspace and every tool's own options."""
+    from coretools.server.toolset import add_tool_arguments
+
+    common = argparse.ArgumentParser(add_help=False)
+    ws = common.add_argument_group("workspace")
+    ws.add_argument(
+        "--root",
+        dest="roots",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a workspace directory (repeatable; the first is primary). Default: the client's roots, else the "
+        "current directory",
+    )
+    ws.add_argument(
+        "--allow-broad-root",
+        action="store_true",
+        help="allow / or the home directory itself as a root (refused by default)",
+    )
+    ws.add_argument(
+        "--allow-protected",
+        action="store_true",
+        help="allow tools to touch .git internals and .env secret files (refused by default)",
+    )
+    common.add_argument(
+        "--log-level",
+        default=os.environ.get("CORETOOLS_LOG_LEVEL", "warning"),
+        choices=["debug", "info", "warning", "error"],
+        help="log verbosity; logs always go to stderr (default: warning)",
+    )
+    tools = common.add_argument_group("tool options")
+    add_tool_arguments(tools)  # type: ignore[arg-type]
+    return common
+
+
+def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
+    http = parser.add_argument_group("transport")
+    http.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default: stdio")
+    http.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
+    http.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
+    http.add_argument("--path", default="/mcp", help="HTTP endpoint path (default: /mcp)")
+    http.add_argument("--stateless", action="store_true", help="stateless HTTP (no sessions; for load balancers)")
+    http.add_argument("--allowed-host", action="append", default=[], metavar="HOST", help="accepted Host header")
+    http.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN", help="accepted Origin")
+    http.add_argument(
+        "--auth-token-env",
+        metavar="NAME",
+        help="require 'Authorization: Bearer <token>' where the token is in environment variable NAME",
+    )
+    http.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow binding a non-loopback address without --auth-token-env",
+    )
+    http.add_argument(
+        "--max-calls", type=int, default=64, metavar="N", help="tool calls running at once, overall (default: 64)"
+    )
+    http.add_argument(
+        "--max-session-calls",
+        type=int,
+        default=16,
+        metavar="N",
+        help="tool calls running at once per client session (default: 16)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common_parser()
+    parser = argparse.ArgumentParser(
+        prog="coretools-mcp",
+        description="Gemini CLI's core tools as an MCP server, and a Gemini <-> MCP client bridge.",
+        epilog="With no subcommand, `serve` is assumed, so a host config needs only `coretools-mcp --root DIR`.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="serve the tools over MCP (stdio by default)",
+        description="Serve the tools over MCP. Over stdio (the default) stdout carries only JSON-RPC.",
+    )
+    _add_transport_arguments(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    tools = sub.add_parser(
+        "tools",
+        parents=[common],
+        help="print the published tool list as JSON",
+        description="Print the tools this configuration publishes (names, descriptions, input schemas) as JSON, "
+        "and why any tool is not published.",
+    )
+    tools.set_defaults(func=cmd_tools)
+
+    call = sub.add_parser(
+        "call",
+        parents=[common],
+        help="run one tool and print what the model would see",
+        description="Run one tool through the same validation, sandbox and formatting as the server. "
+        "Exit 0 on success, 1 on a tool error, 2 on bad usage.",
+    )
+    call.add_argument("tool", help="tool name, e.g. read_file")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments (default: {}); - reads stdin")
+    call.add_argument("--json", action="store_true", help="print the whole MCP CallToolResult as JSON")
+    call.set_defaults(func=cmd_call)
+
+    try:
+        from coretools.client.cli import register
+    except ImportError:
+        register = None
+    if register is not None:
+        register(sub)
+    return parser
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.WARNING),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _config(args: argparse.Namespace):
+    from coretools.server.workspace import Workspace
+    from coretools.tools.base import ServerConfig
+
+    roots = [Workspace.check_root(r, allow_broad=args.allow_broad_root) for r in args.roots]
+    return ServerConfig(roots=roots, allow_protected=args.allow_protected, options=args)
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"coretools-mcp: error: {message}\n")
+    return EXIT_USAGE
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from coretools.server.workspace import RootError
+
+    try:
+        config = _config(args)
+    except RootError as exc:
+        return _fail(str(exc))
+    if args.transport == "http":
+        try:
+            from coretools.server.http import serve_http
+        except ImportError:
+            return _fail("the HTTP transport is not available in this build")
+        return serve_http(config)
+    if sys.stdin.isatty():
+        sys.stderr.write(
+            f"coretools-mcp {__version__}: serving MCP over stdio and waiting for an MCP client on stdin.\n"
+            "This command is meant to be started by an MCP host (Claude, Cursor, VS Code, Gemini CLI, Zed).\n"
+            "To try the tools by hand instead:\n"
+            "  coretools-mcp tools                                   # list the tools\n"
+            "  coretools-mcp call list_directory '{\"path\": \".\"}'   # run one\n"
+            "Press Ctrl-C to stop.\n"
+        )
+    from coretools.server.app import serve_stdio
+
+    try:
+        anyio.run(serve_stdio, config)
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return EXIT_OK
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from coretools.server.toolset import ToolSet
+    from coretools.server.workspace import RootError
+
+    try:
+        config = _config(args)
+    except RootError as exc:
+        return _fail(str(exc))
+    toolset = ToolSet(config)
+    out: dict[str, Any] = {
+        "tools": [d.model_dump(by_alias=True, exclude_none=True, mode="json") for d in toolset.definitions()],
+    }
+    if toolset.unavailable:
+        out["unavailable"] = toolset.unavailable
+    sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    import anyio
+
+    from coretools.errors import ToolError
+    from coretools.server.app import Workspaces
+    from coretools.server.toolset import ToolSet
+    from coretools.server.workspace import RootError
+    from coretools.tools.base import ToolContext
+
+    try:
+        config = _config(args)
+    except RootError as exc:
+        return _fail(str(exc))
+    raw = sys.stdin.read() if args.arguments == "-" else args.arguments
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return _fail(f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); pass a JSON object, "
+                     """e.g. '{"path": "."}'""")
+    toolset = ToolSet(config)
+    if toolset.get(args.tool) is None:
+        return _fail(toolset.unknown_tool_message(args.tool))
+
+    async def run():
+        await toolset.start()
+        try:
+            workspaces = Workspaces(config)
+            try:
+                workspace = workspaces.base or await workspaces._decide(_NoClient())
+            except ToolError as exc:
+                from coretools.tools.base import ToolResult
+
+                return ToolResult.error(exc.message, exc.kind)
+            return await toolset.call(args.tool, arguments, ToolContext(workspace=workspace, config=config))
+        finally:
+            await toolset.aclose()
+
+    result = anyio.run(run)
+    if args.json:
+        payload = result.to_mcp().model_dump(by_alias=True, exclude_none=True, mode="json")
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_content(result.content))
+    return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
+
+
+class _NoClient:
+    """Stands in for a request context when no MCP client is connected (`call`): it offers no roots."""
+
+    class session:  # noqa: N801 - mimics the attribute the workspace logic reads
+        client_capabilities = None
+        can_send_request = False
+
+
+def render_content(blocks: list) -> str:
+    """Content blocks as a person reads them in a terminal."""
+    from mcp import types
+
+    parts = []
+    for block in blocks:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            size = len(block.data) * 3 // 4
+            parts.append(f"[{block.type} {block.mime_type}, about {size} bytes]")
+        elif isinstance(block, types.EmbeddedResource):
+            res = block.resource
+            parts.append(f"[embedded resource {res.uri} {res.mime_type or ''}]")
+        else:
+            parts.append(f"[{getattr(block, 'type', 'content')}]")
+    text = "\n".join(parts)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "serve")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _setup_logging(getattr(args, "log_level", "warning"))
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return int(func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""Loading ``mcp.json``: the server list in the shapes hosts write.
+
+Accepted shapes:
+
+* ``{"mcpServers": {alias: {...}}}`` (Claude Desktop, Cursor, Claude Code, Gemini CLI), and
+* ``{"servers": {alias: {...}}}`` (VS Code).
+
+A server is stdio when it has ``command`` (plus ``args``, ``env``, ``cwd``), or remote when it
+has ``httpUrl`` or ``url`` (plus ``headers``). Gemini CLI reads ``url`` as the deprecated SSE
+transport and ``httpUrl`` as streamable HTTP; most other hosts mean streamable HTTP by
+``url``. We follow the majority: ``url`` is streamable HTTP unless ``type``/``transport`` says
+``sse``. Gemini CLI's per-server ``timeout`` (milliseconds), ``trust``, ``includeTools`` and
+``excludeTools`` are honoured (exclude wins over include); ``disabled: true`` skips a server.
+
+Strings in ``command``, ``args``, ``env``, ``cwd``, ``url``/``httpUrl`` and ``headers`` expand
+``${VAR}``, ``${VAR:-default}``, ``${env:VAR}`` (VS Code), ``${workspaceFolder}`` and
+``${userHome}``. An unset variable without a default is an error, because silently passing an
+empty API key to a server fails much later and much less clearly.
+
+Every error is a :class:`ConfigError` whose message starts with the dotted key at fault, e.g.
+``mcpServers.fs.args[2]: expected a string, got 3``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Transport = Literal["stdio", "http", "sse"]
+
+DEFAULT_TIMEOUT_SECONDS = 600.0
+"""Gemini CLI's default per-call timeout (600 000 ms)."""
+
+_VAR = re.compile(r"\$\{([^}]*)\}")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ConfigError(ValueError):
+    """A bad ``mcp.json``; ``key`` is the dotted path of the offending entry."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(f"{key}: {message}" if key else message)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One MCP server to connect to. ``timeout`` is in seconds (the file says milliseconds)."""
+
+    alias: str
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    trust: bool = False
+    include_tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
+
+    def allows(self, tool: str) -> bool:
+        """Whether ``includeTools``/``excludeTools`` let this tool through (exclude wins)."""
+        if tool in self.exclude_tools:
+            return False
+        return self.include_tools is None or tool in self.include_tools
+
+    def describe(self) -> str:
+        """A one-line human description of how the server is reached."""
+        if self.transport == "stdio":
+            return " ".join([self.command or "", *self.args]).strip()
+        return f"{self.transport} {self.url}"
+
+
+def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> list[ServerConfig]:
+    """Read and parse an ``mcp.json`` file."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("", f"cannot read {file}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError("", f"{file} is not valid JSON: {exc}") from exc
+    return parse_config(data, environ=environ, workspace=_workspace_of(file))
+
+
+def parse_config(
+    data: Any,
+    *,
+    environ: Mapping[str, str] | None = None,
+    workspace: str | None = None,
+) -> list[ServerConfig]:
+    """Parse an already-decoded ``mcp.json`` document into server configs, in file order."""
+    if not isinstance(data, dict):
+        raise ConfigError("", f"the top level must be a JSON object, got {_kind(data)}")
+    has_mcp, has_vscode = "mcpServers" in data, "servers" in data
+    if has_mcp and has_vscode:
+        raise ConfigError("servers", "use either 'mcpServers' or 'servers', not both")
+    if not (has_mcp or has_vscode):
+        raise ConfigError("mcpServers", "missing (expected 'mcpServers' or VS Code's 'servers')")
+    root = "mcpServers" if has_mcp else "servers"
+    servers = data[root]
+    if not isinstance(servers, dict):
+        raise ConfigError(root, f"expected an object mapping aliases to servers, got {_kind(servers)}")
+    expander = _Expander(os.environ if environ is None else environ, workspace)
+    result: list[ServerConfig] = []
+    for alias, entry in servers.items():
+        key = f"{root}.{alias}"
+        if not alias:
+            raise ConfigError(key, "the server alias must not be empty")
+        if not isinstance(entry, dict):
+            raise ConfigError(key, f"expected an object, got {_kind(entry)}")
+        if _optional(entry, "disabled", bool, key):
+            continue
+        result.append(_parse_server(alias, entry, key, expander))
+    return result
+
+
+def _parse_server(alias: str, entry: dict[str, Any], key: str, expand: _Expander) -> ServerConfig:
+    declared = _optional(entry, "type", str, key) or _optional(entry, "transport", str, key)
+    command = _optional(entry, "command", str, key)
+    http_url = _optional(entry, "httpUrl", str, key)
+    url = _optional(entry, "url", str, key)
+    present = [name for name, value in (("command", command), ("httpUrl", http_url), ("url", url)) if value]
+    if not present:
+        raise ConfigError(key, "needs one of 'command' (stdio), 'httpUrl' or 'url' (remote)")
+    if len(present) > 1:
+        raise ConfigError(f"{key}.{present[1]}", f"conflicts with '{present[0]}'; give exactly one transport")
+
+    timeout_ms = entry.get("timeout")
+    if timeout_ms is None:
+        timeout = DEFAULT_TIMEOUT_SECONDS
+    elif isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0:
+        raise ConfigError(f"{key}.timeout", f"expected a positive number of milliseconds, got {timeout_ms!r}")
+    else:
+        timeout = float(timeout_ms) / 1000.0
+    common: dict[str, Any] = {
+        "alias": alias,
+        "timeout": timeout,
+        "trust": bool(_optional(entry, "trust", bool, key)),
+        "include_tools": _string_list(entry, "includeTools", key),
+        "exclude_tools": _string_list(entry, "excludeTools", key) or (),
+    }
+
+    if command:
+        if declared not in (None, "stdio"):
+            raise ConfigError(f"{key}.type", f"'{declared}' does not match 'command' (stdio)")
+        args = _string_list(entry, "args", key) or ()
+        env = _string_map(entry, "env", key)
+        cwd = _optional(entry, "cwd", str, key)
+        return ServerConfig(
+            transport="stdio",
+            command=expand(command, f"{key}.command"),
+            args=tuple(expand(arg, f"{key}.args[{i}]") for i, arg in enumerate(args)),
+            env={name: expand(value, f"{key}.env.{name}") for name, value in env.items()},
+            cwd=expand(cwd, f"{key}.cwd") if cwd else None,
+            **common,
+        )
+
+    field_name = "httpUrl" if http_url else "url"
+    if declared in (None, "http", "streamable-http", "streamableHttp", "streamable_http"):
+        transport: Transport = "http"
+    elif declared == "sse" and field_name == "url":
+        transport = "sse"
+    else:
+        raise ConfigError(f"{key}.type", f"unsupported transport '{declared}' for '{field_name}'")
+    headers = _string_map(entry, "headers", key)
+    return ServerConfig(
+        transport=transport,
+        url=expand(http_url or url or "", f"{key}.{field_name}"),
+        headers={name: expand(value, f"{key}.headers.{name}") for name, value in headers.items()},
+        **common,
+    )
+
+
+class _Expander:
+    """``${...}`` expansion with errors that name the key being expanded."""
+
+    def __init__(self, environ: Mapping[str, str], workspace: str | None) -> None:
+        self.environ = environ
+        self.workspace = workspace
+
+    def __call__(self, text: str, key: str) -> str:
+        return _VAR.sub(lambda match: self._lookup(match.group(1), key), text)
+
+    def _lookup(self, expr: str, key: str) -> str:
+        name, has_default, default = expr.partition(":-")
+        if name.startswith("env:"):
+            name = name[4:]
+        elif name == "workspaceFolder":
+            if self.workspace is None:
+                raise ConfigError(key, "${workspaceFolder} needs a config file location")
+            return self.workspace
+        elif name == "userHome":
+            return str(Path.home())
+        elif ":" in name:
+            raise ConfigError(key, f"unsupported variable ${{{expr}}} (only environment variables expand here)")
+        if not _NAME.match(name):
+            raise ConfigError(key, f"bad variable reference ${{{expr}}}")
+        value = self.environ.get(name)
+        if value is None or (has_default and value == ""):
+            if has_default:
+                return default
+            raise ConfigError(key, f"environment variable {name} is not set (write ${{{name}:-default}} for a fallback)")
+        return value
+
+
+def _workspace_of(file: Path) -> str:
+    folder = file.resolve().parent
+    return str(folder.parent if folder.name in (".vscode", ".cursor", ".gemini") else folder)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def _optional(entry: Mapping[str, Any], name: str, kind: type, key: str) -> Any:
+    value = entry.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        expected = {str: "a string", bool: "true or false"}.get(kind, kind.__name__)
+        raise ConfigError(f"{key}.{name}", f"expected {expected}, got {_kind(value)}")
+    return value
+
+
+def _string_list(entry: Mapping[str, Any], name: str, key: str) -> tuple[str, ...] | None:
+    value = entry.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ConfigError(f"{key}.{name}", f"expected an array of strings, got {_kind(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ConfigError(f"{key}.{name}[{i}]", f"expected a string, got {_kind(item)}")
+    return tuple(value)
+
+
+def _string_map(entry: Mapping[str, Any], name: str, key: str) -> dict[str, str]:
+    value = entry.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}.{name}", f"expected an object of strings, got {_kind(value)}")
+    for item_key, item in value.items():
+        if not isinstance(item, str):
+            raise ConfigError(f"{key}.{name}.{item_key}", f"expected a string, got {_kind(item)}")
+    return dict(value)

@@ -1,0 +1,210 @@
+"""The MCP layer: lists the registry, validates, runs, and turns every failure into a result.
+
+It knows no tool by name. Per connection it decides the workspace (operator roots, narrowed by the
+client's roots on 2025-era connections that offer them), builds the tool context (progress, user
+confirmation through elicitation when the client supports it) and hands the call to `ToolSet`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import anyio
+from mcp import MCPError, types
+from mcp.server import Server, ServerRequestContext
+
+from coretools import __version__
+from coretools.errors import ToolError
+from coretools.server.toolset import ToolSet
+from coretools.server.workspace import RootError, Workspace
+from coretools.tools.base import Elicitation, ServerConfig, ToolContext, ToolResult
+
+logger = logging.getLogger("coretools")
+
+INSTRUCTIONS = """\
+coretools gives you Gemini CLI's core tools over a sandboxed workspace (the roots listed by any tool's
+"Path not in workspace" error). Paths may be absolute or relative to the primary root.
+- Explore with list_directory and glob; search contents with search_file_content (regex, ripgrep);
+  read with read_file (use offset/limit to page through large files) or read_many_files for several.
+- Edit with replace (exact literal match; include enough context to be unique, set expected_replacements
+  for several) or write_file for whole files. Always write complete content, never placeholders.
+- run_shell_command runs bash in the workspace; web_fetch reads URLs named in its prompt;
+  google_web_search searches the web; save_memory stores a fact for later sessions.
+- Files hidden by .gitignore/.geminiignore and default excludes (node_modules, .git, dist, build...) are
+  skipped by walks; .git internals and .env files are refused by default.
+Errors explain what went wrong and how to fix the call; read them and retry accordingly."""
+
+
+class Workspaces:
+    """Decides and caches the workspace of each connection.
+
+    Operator roots (`--root`) are the hard boundary. A client's roots can narrow them, never widen them.
+    With no `--root`, the client's roots are the workspace when it offers them, else the current
+    directory (refused if that is `/` or the home directory, unless broad roots are allowed).
+    """
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.base = Workspace(config.roots, allow_protected=config.allow_protected) if config.roots else None
+        self._by_connection: weakref.WeakKeyDictionary[Any, Workspace] = weakref.WeakKeyDictionary()
+        self._fallback: Workspace | None = None
+
+    def forget(self, ctx: ServerRequestContext) -> None:
+        key = _connection_key(ctx)
+        if key is not None:
+            old = self._by_connection.pop(key, None)
+            if old is not None and old is not self.base:
+                old.close()
+
+    async def for_request(self, ctx: ServerRequestContext) -> Workspace:
+        key = _connection_key(ctx)
+        if key is not None and key in self._by_connection:
+            return self._by_connection[key]
+        workspace = await self._decide(ctx)
+        if key is not None:
+            self._by_connection[key] = workspace
+        return workspace
+
+    async def _decide(self, ctx: ServerRequestContext) -> Workspace:
+        client_roots = await _client_roots(ctx)
+        if self.base is not None:
+            if client_roots:
+                narrowed = self.base.narrowed(client_roots)
+                if narrowed is not None:
+                    return narrowed
+                logger.warning(
+                    "client roots %s do not overlap the configured roots %s; using the configured roots",
+                    client_roots,
+                    self.base.root_list(),
+                )
+            return self.base
+        allow_broad = bool(self.config.opt("allow_broad_root", False))
+        if client_roots:
+            usable = []
+            for root in client_roots:
+                try:
+                    usable.append(Workspace.check_root(root, allow_broad=allow_broad))
+                except RootError as exc:
+                    logger.warning("ignoring client root: %s", exc)
+            if usable:
+                return Workspace(usable, allow_protected=self.config.allow_protected)
+        if self._fallback is None:
+            try:
+                cwd = Workspace.check_root(os.getcwd(), allow_broad=allow_broad)
+            except RootError as exc:
+                raise ToolError(
+                    f"No workspace: the server was started without --root, the client offered no roots, and the "
+                    f"current directory cannot serve as one ({exc}). Restart coretools with --root /path/to/project.",
+                    "path_not_in_workspace",
+                ) from None
+            self._fallback = Workspace([cwd], allow_protected=self.config.allow_protected)
+        return self._fallback
+
+
+def _connection_key(ctx: ServerRequestContext) -> Any:
+    # The SDK hands out a per-request session proxy; the connection behind it is what roots belong to.
+    return getattr(ctx.session, "_connection", None)
+
+
+async def _client_roots(ctx: ServerRequestContext) -> list[str]:
+    session = ctx.session
+    caps = session.client_capabilities
+    if caps is None or caps.roots is None or not session.can_send_request:
+        return []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with anyio.fail_after(10):
+                result = await session.list_roots()
+    except Exception as exc:  # noqa: BLE001 - a client that cannot answer roots/list just has no roots
+        logger.info("roots/list failed: %s", exc)
+        return []
+    paths = []
+    for root in result.roots:
+        uri = str(root.uri)
+        if uri.startswith("file://"):
+            paths.append(unquote(urlparse(uri).path))
+    return paths
+
+
+def _elicitor(ctx: ServerRequestContext):
+    session = ctx.session
+    caps = session.client_capabilities
+    if caps is None or caps.elicitation is None or not session.can_send_request:
+        return None
+
+    async def elicit(message: str, schema: dict[str, Any]) -> Elicitation:
+        result = await session.elicit_form(message, schema, related_request_id=ctx.request_id)
+        return Elicitation(result.action, result.content)
+
+    return elicit
+
+
+def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[Server, ToolSet]:
+    toolset = toolset or ToolSet(config)
+    workspaces = Workspaces(config)
+
+    @asynccontextmanager
+    async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
+        await toolset.start()
+        try:
+            yield {}
+        finally:
+            with anyio.CancelScope(shield=True):
+                await toolset.aclose()
+
+    async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        if params is not None and params.cursor:
+            raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor: this server lists every tool on one page")
+        return types.ListToolsResult(tools=toolset.definitions())
+
+    async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if toolset.get(params.name) is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=toolset.unknown_tool_message(params.name))
+        try:
+            workspace = await workspaces.for_request(ctx)
+        except ToolError as exc:
+            return ToolResult.error(exc.message, exc.kind).to_mcp()
+
+        async def progress(done: float, total: float | None = None, message: str | None = None) -> None:
+            try:
+                await ctx.session.report_progress(done, total, message)
+            except Exception:  # noqa: BLE001 - progress is best effort; the call goes on
+                logger.debug("progress notification failed", exc_info=True)
+
+        tool_ctx = ToolContext(workspace=workspace, config=config, report_progress=progress, elicit=_elicitor(ctx))
+        result = await toolset.call(params.name, params.arguments, tool_ctx)
+        return result.to_mcp()
+
+    async def on_roots_changed(ctx: ServerRequestContext, params: types.NotificationParams | None) -> None:
+        workspaces.forget(ctx)
+
+    server: Server = Server(
+        "coretools",
+        version=__version__,
+        title="coretools",
+        description="Gemini CLI's core tools (files, search, shell, web, memory) in a sandboxed workspace",
+        instructions=INSTRUCTIONS,
+        website_url="https://pypi.org/project/coretools-mcp/",
+        lifespan=lifespan,
+        get_tool_input_schema=lambda name: (t.input_schema if (t := toolset.get(name)) else None),
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+    server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
+    return server, toolset
+
+
+async def serve_stdio(config: ServerConfig) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server, _ = build_server(config)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())

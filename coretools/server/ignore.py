@@ -1,0 +1,168 @@
+"""The one ignore engine every walking or filtering tool uses.
+
+Sources, in precedence order (a later source that matches a path decides it, so a `.geminiignore`
+`!pattern` can bring back a file a `.gitignore` hid):
+
+1. the default excludes (Gemini CLI's common directory and file excludes),
+2. `<root>/.git/info/exclude`,
+3. every `.gitignore` from the root down to the path's directory, each anchored at its own directory,
+4. `<root>/.geminiignore`.
+
+Matching is gitwildmatch (`pathspec`). A directory is tested with a trailing `/`, so `dist/` hides the
+directory `dist` in every tool. As in git, once a directory is ignored nothing below it comes back.
+`.gitignore` files above a root, the global git excludes and `.ignore`/`.rgignore` files are not read:
+the rules depend on the workspace alone. `.gitignore`s apply whether or not the root is a git checkout.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pathspec
+
+DEFAULT_EXCLUDED_DIRS = (
+    "node_modules",
+    ".git",
+    "bower_components",
+    ".svn",
+    ".hg",
+    ".vscode",
+    ".idea",
+    "dist",
+    "build",
+    "coverage",
+    "__pycache__",
+)
+DEFAULT_EXCLUDED_FILES = ("*.pyc", "*.pyo", ".DS_Store")
+DEFAULT_EXCLUDES = tuple(f"{d}/" for d in DEFAULT_EXCLUDED_DIRS) + DEFAULT_EXCLUDED_FILES
+
+GITIGNORE = ".gitignore"
+GEMINIIGNORE = ".geminiignore"
+GIT_INFO_EXCLUDE = ".git/info/exclude"
+
+_DEFAULT_SPEC = pathspec.GitIgnoreSpec.from_lines(DEFAULT_EXCLUDES)
+
+
+@dataclass(frozen=True)
+class IgnoreOptions:
+    """Which sources apply. The tool parameters `respect_git_ignore`, `respect_gemini_ignore` and
+    `useDefaultExcludes` map onto these fields."""
+
+    git: bool = True
+    gemini: bool = True
+    defaults: bool = True
+
+
+class SpecCache:
+    """Parsed ignore files, keyed by (root, file) and invalidated when the file's stat changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._specs: dict[tuple[int, str], tuple[object, pathspec.GitIgnoreSpec | None]] = {}
+
+    def get(
+        self, root: int, rel_file: str, signature: object, load: Callable[[], bytes | None]
+    ) -> pathspec.GitIgnoreSpec | None:
+        key = (root, rel_file)
+        with self._lock:
+            hit = self._specs.get(key)
+        if hit is not None and hit[0] == signature:
+            return hit[1]
+        data = load() if signature is not None else None
+        spec = _parse(data) if data else None
+        with self._lock:
+            self._specs[key] = (signature, spec)
+        return spec
+
+
+def _parse(data: bytes) -> pathspec.GitIgnoreSpec | None:
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    lines = [line.lstrip() for line in lines]
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    return spec if len(spec) else None
+
+
+class IgnoreRules:
+    """The rules of one root under one set of options.
+
+    `lookup(rel_file)` returns the parsed spec of an ignore file at `rel_file` inside the root (or None);
+    the workspace supplies it so that ignore files, too, are only ever read through the gateway.
+    """
+
+    def __init__(self, lookup: Callable[[str], pathspec.GitIgnoreSpec | None], options: IgnoreOptions) -> None:
+        self.options = options
+        self._lookup = lookup
+        self._root_layers: list[pathspec.GitIgnoreSpec] | None = None
+        self._dir_specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+
+    @property
+    def active(self) -> bool:
+        o = self.options
+        return o.git or o.gemini or o.defaults
+
+    def _root(self) -> list[pathspec.GitIgnoreSpec]:
+        if self._root_layers is None:
+            layers = []
+            if self.options.defaults:
+                layers.append(_DEFAULT_SPEC)
+            if self.options.git:
+                spec = self._lookup(GIT_INFO_EXCLUDE)
+                if spec is not None:
+                    layers.append(spec)
+            self._root_layers = layers
+        return self._root_layers
+
+    def _gitignore(self, dir_rel: str) -> pathspec.GitIgnoreSpec | None:
+        if dir_rel not in self._dir_specs:
+            self._dir_specs[dir_rel] = self._lookup(f"{dir_rel}/{GITIGNORE}" if dir_rel else GITIGNORE)
+        return self._dir_specs[dir_rel]
+
+    def _gemini(self) -> pathspec.GitIgnoreSpec | None:
+        if "\0gemini" not in self._dir_specs:
+            self._dir_specs["\0gemini"] = self._lookup(GEMINIIGNORE)
+        return self._dir_specs["\0gemini"]
+
+    def decide(self, rel: str, is_dir: bool) -> bool:
+        """Is this one path ignored, judging only its own name (its parents are assumed visible)?
+
+        Walks call this for each entry: they never descend into an ignored directory, so the parents
+        of anything they ask about are already known to be visible.
+        """
+        if not rel:
+            return False
+        probe = rel + "/" if is_dir else rel
+        verdict: bool | None = None
+        for spec in self._root():
+            hit = spec.check_file(probe).include
+            if hit is not None:
+                verdict = hit
+        if self.options.git:
+            parts = rel.split("/")
+            for depth in range(len(parts)):
+                base = "/".join(parts[:depth])
+                spec = self._gitignore(base)
+                if spec is None:
+                    continue
+                sub = probe[len(base) + 1 :] if base else probe
+                hit = spec.check_file(sub).include
+                if hit is not None:
+                    verdict = hit
+        if self.options.gemini:
+            spec = self._gemini()
+            if spec is not None:
+                hit = spec.check_file(probe).include
+                if hit is not None:
+                    verdict = hit
+        return bool(verdict)
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        """Is `rel` ignored, itself or through any ancestor directory?"""
+        if not rel or not self.active:
+            return False
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            if self.decide("/".join(parts[:depth]), True):
+                return True
+        return self.decide(rel, is_dir)

@@ -1,0 +1,693 @@
+"""The workspace: the roots, the containment rule, and the only way any tool touches a user path.
+
+Tools never open user paths themselves. They ask the workspace to `locate` a path argument (string checks
+and root selection, no I/O) and then to open, list, walk or write it. Every one of those goes through
+`kernel.open_beneath` relative to a descriptor of the root, so a path that resolves outside every root
+(`..`, an escaping symlink, a sibling directory sharing a prefix) cannot be opened, even if the tree is
+changed between a check and a use: the check *is* the open, and tools work on the descriptor it returns.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from coretools.errors import InvalidPath, OutsideWorkspace, PathError, ProtectedPath, ToolError
+from coretools.server import kernel
+from coretools.server.ignore import IgnoreOptions, IgnoreRules, SpecCache
+
+MAX_PATH_BYTES = 4096
+MAX_COMPONENT_BYTES = 255
+SECRET_ENV_ALLOWED_SUFFIXES = {"example", "sample", "template", "dist", "defaults", "schema"}
+
+
+class RootError(ValueError):
+    """A configured root is unusable (the CLI turns this into exit code 2)."""
+
+
+def is_secret_env_name(name: str) -> bool:
+    """`.env`, `.env.local`, `.env.production` ... but not `.env.example` and friends."""
+    lower = name.lower()
+    if lower == ".env":
+        return True
+    if lower.startswith(".env."):
+        return lower[5:] not in SECRET_ENV_ALLOWED_SUFFIXES
+    return False
+
+
+def protected_reason(rel: str) -> str | None:
+    """Why a root-relative path is protected, or None. `.git` internals and secret env files are."""
+    parts = [p for p in rel.split("/") if p]
+    for part in parts:
+        if part.lower() == ".git":
+            return "inside a .git directory"
+    if parts and is_secret_env_name(parts[-1]):
+        return "a secret environment file (.env)"
+    return None
+
+
+@dataclass(frozen=True)
+class Root:
+    path: str  # canonical (realpath)
+    shown: str  # as configured, absolute and normalised; what users and models see
+    fd: int
+
+
+@dataclass(frozen=True)
+class Location:
+    """A path argument tied to a root, before any I/O. `rel` may still contain `..` and symlinks;
+    only the kernel-checked open decides where it really leads."""
+
+    root: int
+    rel: str
+    shown: str  # absolute, lexically normalised, for messages
+
+
+@dataclass
+class Node:
+    """An open, contained file-system object (an `O_PATH` descriptor where the platform has one)."""
+
+    fd: int
+    root: int
+    rel: str  # canonical path relative to its root ('' for the root itself)
+    path: str  # absolute path as shown to the model
+    st: os.stat_result
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.st.st_mode)
+
+    @property
+    def is_file(self) -> bool:
+        return stat.S_ISREG(self.st.st_mode)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Node:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class DirEntry:
+    name: str
+    rel: str
+    kind: str  # "dir" | "file" | "symlink" | "other"
+    size: int
+    mtime: float
+
+
+@dataclass
+class WalkReport:
+    """What a walk left out, so tools can tell the model."""
+
+    ignored: int = 0
+    symlinks_skipped: int = 0
+    unreadable: int = 0
+    truncated: str | None = None  # a note when a bound was hit
+
+
+@dataclass
+class WalkBounds:
+    max_entries: int = 200_000
+    max_depth: int = 64
+
+
+@dataclass
+class WriteOutcome:
+    path: str
+    created: bool
+    previous_mode: int | None = None
+
+
+@dataclass
+class _State:
+    specs: SpecCache = field(default_factory=SpecCache)
+
+
+class Workspace:
+    """A set of root directories (the first is primary) and the operations allowed beneath them."""
+
+    def __init__(self, roots: list[str], *, allow_protected: bool = False) -> None:
+        if not roots:
+            raise RootError("no workspace root")
+        opened: list[Root] = []
+        seen: set[str] = set()
+        for raw in roots:
+            shown = os.path.normpath(os.path.abspath(os.path.expanduser(raw)))
+            real = os.path.realpath(shown)
+            if real in seen:
+                continue
+            seen.add(real)
+            fd = os.open(real, (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY | kernel.O_CLOEXEC)
+            opened.append(Root(real, shown, fd))
+        self.roots: tuple[Root, ...] = tuple(opened)
+        self.allow_protected = allow_protected
+        self._anchors = [kernel.Anchor(r.fd, r.path) for r in self.roots]
+        self._state = _State()
+
+    # -- construction helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def check_root(raw: str, *, allow_broad: bool = False) -> str:
+        """Validate one configured root; return its absolute form or raise `RootError`."""
+        path = os.path.abspath(os.path.expanduser(raw))
+        if not os.path.exists(path):
+            raise RootError(f"root does not exist: {raw}")
+        if not os.path.isdir(path):
+            raise RootError(f"root is not a directory: {raw}")
+        real = os.path.realpath(path)
+        if not allow_broad:
+            if real == "/":
+                raise RootError(
+                    f"refusing to serve the whole file system ({raw}); pick a project directory, "
+                    "or pass --allow-broad-root if you really mean it"
+                )
+            home = os.path.realpath(os.path.expanduser("~"))
+            if real == home:
+                raise RootError(
+                    f"refusing to serve the home directory itself ({raw}); pick a project directory, "
+                    "or pass --allow-broad-root if you really mean it"
+                )
+        return path
+
+    def close(self) -> None:
+        for root in self.roots:
+            try:
+                os.close(root.fd)
+            except OSError:
+                pass
+        self.roots = ()
+
+    def narrowed(self, client_roots: list[str]) -> Workspace | None:
+        """The workspace seen by a client that declared `client_roots`: only the parts of our roots that
+        are also inside a client root. Client roots can narrow the operator's roots, never widen them."""
+        kept: list[str] = []
+        for client in client_roots:
+            c = os.path.realpath(client)
+            for root in self.roots:
+                if _within(c, root.path):
+                    kept.append(c)
+                elif _within(root.path, c):
+                    kept.append(root.shown)
+        kept = [k for k in dict.fromkeys(kept) if os.path.isdir(k)]
+        if not kept:
+            return None
+        return Workspace(kept, allow_protected=self.allow_protected)
+
+    @property
+    def primary(self) -> Root:
+        return self.roots[0]
+
+    def root_list(self) -> list[str]:
+        return [r.shown for r in self.roots]
+
+    # -- locating ---------------------------------------------------------------------------------------
+
+    def locate(self, path: str, *, base: Location | None = None) -> Location:
+        """Check a path argument and tie it to a root. Relative paths are relative to `base` (or the
+        primary root). No file-system access happens here."""
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidPath("Path must be a non-empty string.")
+        if path.startswith("file://"):
+            path = unquote(urlparse(path).path)
+        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+            raise InvalidPath("Path contains invalid characters (newlines or control characters).")
+        encoded = path.encode("utf-8", "surrogateescape")
+        if len(encoded) > MAX_PATH_BYTES:
+            raise InvalidPath(f"Path is too long (maximum {MAX_PATH_BYTES} bytes).")
+        for part in path.split("/"):
+            if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+                raise InvalidPath(f'Path component "{part[:20]}..." is too long (maximum {MAX_COMPONENT_BYTES} bytes).')
+        if os.path.isabs(path):
+            for index, root in enumerate(self.roots):
+                for prefix in dict.fromkeys((root.shown, root.path)):
+                    rest = _strip_prefix(path, prefix)
+                    if rest is not None:
+                        return self._location(index, rest)
+            raise OutsideWorkspace(path, self.root_list())
+        anchor = base or Location(0, "", self.primary.shown)
+        joined = f"{anchor.rel}/{path}" if anchor.rel else path
+        return self._location(anchor.root, joined)
+
+    def _location(self, index: int, rel: str) -> Location:
+        rel = "/".join(p for p in rel.split("/") if p not in ("", "."))
+        shown_norm = os.path.normpath(os.path.join(self.roots[index].shown, rel))
+        # `..` is left in `rel` for the kernel to judge (a symlinked parent changes what it means); but a
+        # path that climbs out lexically can be refused right away with a clear message.
+        if not _within(shown_norm, self.roots[index].shown):
+            raise OutsideWorkspace(shown_norm, self.root_list())
+        if not self.allow_protected:
+            reason = protected_reason(os.path.relpath(shown_norm, self.roots[index].shown))
+            if reason:
+                raise ProtectedPath(shown_norm, reason)
+        return Location(index, rel, shown_norm)
+
+    def shown_path(self, root: int, rel: str) -> str:
+        base = self.roots[root].shown
+        return f"{base}/{rel}" if rel else base
+
+    # -- opening ----------------------------------------------------------------------------------------
+
+    def _open(self, loc: Location, flags: int, mode: int = 0o666, *, follow: bool = True) -> tuple[int, int]:
+        try:
+            return kernel.open_beneath(self._anchors, loc.root, loc.rel, flags, mode, follow_final=follow)
+        except kernel.EscapeError:
+            raise OutsideWorkspace(loc.shown, self.root_list()) from None
+        except OSError as exc:
+            raise self._os_error(exc, loc.shown) from None
+
+    def _os_error(self, exc: OSError, shown: str) -> ToolError:
+        code = exc.errno
+        if code == errno.EXDEV:
+            return OutsideWorkspace(shown, self.root_list())
+        if code in (errno.ENOENT, errno.ENOTDIR):
+            return PathError(f"File not found: {shown}", "file_not_found")
+        if code == errno.ELOOP:
+            return PathError(f"Path could not be resolved (symlink loop): {shown}", "path_not_in_workspace")
+        if code in (errno.EACCES, errno.EPERM):
+            return PathError(f"Permission denied: {shown}", "permission_denied")
+        if code == errno.ENOSPC:
+            return ToolError(f"No space left on device while writing {shown}", "no_space_left")
+        if code == errno.EFBIG:
+            return ToolError(f"File too large for this file system or resource limit: {shown}", "file_write_failure")
+        if code == errno.EROFS:
+            return ToolError(f"Read-only file system: {shown}", "file_write_failure")
+        if code == errno.ENAMETOOLONG:
+            return InvalidPath("Path is too long.")
+        return ToolError(f"{os.strerror(code) if code else exc}: {shown}", "execution_failed")
+
+    def _node(self, fd: int, root: int, fallback_rel: str) -> Node:
+        st = os.fstat(fd)
+        root_index, rel = self._real_rel(fd, root, fallback_rel)
+        node = Node(fd, root_index, rel, self.shown_path(root_index, rel), st)
+        if not self.allow_protected:
+            reason = protected_reason(rel)
+            if reason:
+                node.close()
+                raise ProtectedPath(node.path, reason)
+        return node
+
+    def _real_rel(self, fd: int, root: int, fallback_rel: str) -> tuple[int, str]:
+        real = kernel.fd_real_path(fd)
+        if real is not None:
+            for index in [root, *range(len(self.roots))]:
+                rest = _strip_prefix(real, self.roots[index].path)
+                if rest is not None:
+                    return index, rest
+        return root, os.path.normpath(fallback_rel).lstrip("./") if fallback_rel else ""
+
+    def open_node(self, loc: Location, *, follow: bool = True) -> Node:
+        """Open anything (file, directory, special file) without reading it, for `stat` and type checks."""
+        flags = kernel.O_PATH if kernel.O_PATH else os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY
+        fd, root = self._open(loc, flags, follow=follow)
+        return self._node(fd, root, loc.rel)
+
+    def stat(self, loc: Location) -> os.stat_result:
+        with self.open_node(loc) as node:
+            return node.st
+
+    def exists(self, loc: Location) -> bool:
+        try:
+            with self.open_node(loc):
+                return True
+        except PathError as exc:
+            if exc.kind == "file_not_found":
+                return False
+            raise
+
+    @contextmanager
+    def open_file(self, loc: Location) -> Iterator[tuple[Node, object]]:
+        """Open a regular file for reading; yields `(node, binary_file)`.
+
+        FIFOs, sockets and devices are refused without opening them for reading, so nothing blocks.
+        """
+        node = self.open_node(loc)
+        try:
+            if node.is_dir:
+                raise ToolError(f"Path is a directory, not a file: {node.path}", "target_is_directory")
+            if not node.is_file:
+                raise ToolError(
+                    f"Not a regular file ({_kind_name(node.st.st_mode)}): {node.path}. Only regular files can be read.",
+                    "read_content_failure",
+                )
+            fd = kernel.reopen(node.fd, os.O_RDONLY) if kernel.O_PATH else None
+            if fd is None:
+                fd, _ = self._open(loc, os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_dev) != (node.st.st_ino, node.st.st_dev):
+                os.close(fd)
+                raise ToolError(f"File changed while being opened: {node.path}", "read_content_failure")
+            node.st = st
+            with os.fdopen(fd, "rb") as handle:
+                yield node, handle
+        finally:
+            node.close()
+
+    def read_bytes(self, loc: Location, limit: int | None = None) -> tuple[Node, bytes]:
+        with self.open_file(loc) as (node, handle):
+            data = handle.read() if limit is None else handle.read(limit)  # type: ignore[attr-defined]
+            return node, data
+
+    # -- directories ------------------------------------------------------------------------------------
+
+    @contextmanager
+    def open_dir(self, loc: Location) -> Iterator[tuple[Node, int]]:
+        """Open a directory for listing; yields `(node, readable_dir_fd)`."""
+        node = self.open_node(loc)
+        try:
+            if not node.is_dir:
+                raise ToolError(f"Path is not a directory: {node.path}", "path_is_not_a_directory")
+            fd = kernel.reopen(node.fd, os.O_RDONLY | kernel.O_DIRECTORY) if kernel.O_PATH else None
+            if fd is None:
+                fd, _ = self._open(loc, os.O_RDONLY | kernel.O_DIRECTORY)
+            try:
+                yield node, fd
+            finally:
+                os.close(fd)
+        finally:
+            node.close()
+
+    def list_dir(self, loc: Location) -> tuple[Node, list[DirEntry]]:
+        """Entries of a directory, symlinks not followed (their kind is "symlink")."""
+        with self.open_dir(loc) as (node, fd):
+            entries = [_entry(e, node.rel) for e in _scandir(fd)]
+            return node, entries
+
+    def ignore_rules(self, root: int, options: IgnoreOptions) -> IgnoreRules:
+        return IgnoreRules(lambda rel: self._ignore_spec(root, rel), options)
+
+    def _ignore_spec(self, root: int, rel_file: str):  # -> pathspec.GitIgnoreSpec | None
+        parent, _, name = rel_file.rpartition("/")
+        try:
+            st = os.stat(rel_file, dir_fd=self.roots[root].fd, follow_symlinks=False)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > 1 << 20:
+            signature = None
+        else:
+            signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+
+        def load() -> bytes | None:
+            loc = Location(root, rel_file, self.shown_path(root, rel_file))
+            try:
+                with self.open_file(loc) as (_, handle):
+                    return handle.read(1 << 20)  # type: ignore[attr-defined]
+            except ToolError:
+                return None
+
+        del parent, name
+        return self._state.specs.get(root, rel_file, signature, load)
+
+    def is_ignored(self, node_root: int, rel: str, is_dir: bool, options: IgnoreOptions) -> bool:
+        return self.ignore_rules(node_root, options).ignored(rel, is_dir)
+
+    def walk(
+        self,
+        loc: Location,
+        options: IgnoreOptions,
+        *,
+        bounds: WalkBounds | None = None,
+        report: WalkReport | None = None,
+        include_dirs: bool = False,
+        cancelled: object = None,
+    ) -> Iterator[DirEntry]:
+        """Yield the files below `loc` (depth first, names sorted), pruning ignored directories and never
+        following symlinks. `cancelled`, if given, is called between directories and may raise."""
+        bounds = bounds or WalkBounds()
+        report = report if report is not None else WalkReport()
+        check = cancelled if callable(cancelled) else None
+        with self.open_dir(loc) as (node, top_fd):
+            rules = self.ignore_rules(node.root, options)
+            stack: list[tuple[int, str, int]] = [(os.dup(top_fd), node.rel, 0)]
+            count = 0
+            try:
+                while stack:
+                    dir_fd, dir_rel, depth = stack.pop()
+                    try:
+                        if check is not None:
+                            check()
+                        try:
+                            raw = sorted(_scandir(dir_fd), key=lambda e: e.name)
+                        except OSError:
+                            report.unreadable += 1
+                            continue
+                        subdirs: list[tuple[str, str]] = []
+                        for item in raw:
+                            entry = _entry(item, dir_rel)
+                            if entry.kind == "symlink":
+                                report.symlinks_skipped += 1
+                                continue
+                            if entry.kind not in ("dir", "file"):
+                                continue
+                            is_dir = entry.kind == "dir"
+                            if not self.allow_protected and protected_reason(entry.rel):
+                                report.ignored += 1
+                                continue
+                            if rules.active and rules.decide(entry.rel, is_dir):
+                                report.ignored += 1
+                                continue
+                            count += 1
+                            if count > bounds.max_entries:
+                                report.truncated = f"stopped after {bounds.max_entries} entries"
+                                return
+                            if is_dir:
+                                if include_dirs:
+                                    yield entry
+                                if depth + 1 >= bounds.max_depth:
+                                    report.truncated = f"did not descend below depth {bounds.max_depth}"
+                                    continue
+                                subdirs.append((entry.name, entry.rel))
+                            else:
+                                yield entry
+                        for name, rel in reversed(subdirs):
+                            try:
+                                sub = os.open(
+                                    name,
+                                    os.O_RDONLY | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC,
+                                    dir_fd=dir_fd,
+                                )
+                            except OSError:
+                                report.unreadable += 1
+                                continue
+                            stack.append((sub, rel, depth + 1))
+                    finally:
+                        os.close(dir_fd)
+            finally:
+                for fd, _, _ in stack:
+                    os.close(fd)
+
+    # -- writing ----------------------------------------------------------------------------------------
+
+    def _parent_of(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]:
+        """Open the parent directory of `loc` (creating missing directories inside the root if asked).
+        Returns `(parent_fd, root_index, parent_rel, name)`."""
+        parent_rel, _, name = loc.rel.rpartition("/")
+        if name in ("", ".", ".."):
+            raise InvalidPath(f"Path does not name a file: {loc.shown}")
+        flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
+        parent_loc = Location(loc.root, parent_rel, os.path.dirname(loc.shown))
+        try:
+            fd, root = kernel.open_beneath(self._anchors, loc.root, parent_rel, flags)
+        except kernel.EscapeError:
+            raise OutsideWorkspace(loc.shown, self.root_list()) from None
+        except FileNotFoundError:
+            if not create:
+                raise PathError(f"Directory not found: {parent_loc.shown}", "file_not_found") from None
+            fd, root = self._make_dirs(loc.root, parent_rel, loc.shown)
+        except OSError as exc:
+            raise self._os_error(exc, loc.shown) from None
+        real_root, real_parent = self._real_rel(fd, root, parent_rel)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise PathError(f"Parent is not a directory: {parent_loc.shown}", "file_not_found")
+        return fd, real_root, real_parent, name
+
+    def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:
+        flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
+        fd, index = kernel.open_beneath(self._anchors, root, "", flags)
+        parts = [p for p in parent_rel.split("/") if p not in ("", ".")]
+        try:
+            for part in parts:
+                if part == "..":
+                    nxt, index = kernel.open_beneath(self._anchors, index, "..", flags)  # refused at the root
+                else:
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    nxt = os.open(part, flags | kernel.O_NOFOLLOW | kernel.O_CLOEXEC, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+        except kernel.EscapeError:
+            os.close(fd)
+            raise OutsideWorkspace(shown, self.root_list()) from None
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno == errno.ELOOP:  # a symlink where a directory should be: resolve it safely
+                return self._open(Location(root, parent_rel, shown), flags)
+            raise self._os_error(exc, shown) from None
+        return fd, index
+
+    def write_atomic(
+        self,
+        loc: Location,
+        data: bytes,
+        *,
+        create_parents: bool = True,
+        must_not_exist: bool = False,
+        mode: int | None = None,
+    ) -> WriteOutcome:
+        """Replace (or create) a file atomically: temp file beside it, fsync, rename over it.
+
+        A reader sees the old content or the new, never a mix; a crash leaves at most a stray temp file.
+        A symlink at the target is followed only if it resolves inside a root; the real file is replaced.
+        """
+        parent_fd, root, parent_rel, name = self._parent_of(loc, create=create_parents)
+        try:
+            try:
+                st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                os.close(parent_fd)
+                parent_fd = -1
+                with self.open_node(loc) as target:  # follows the link, contained; dangling -> not found
+                    if not target.is_file:
+                        raise ToolError(f"Symlink target is not a regular file: {loc.shown}", "file_write_failure")
+                    real = Location(target.root, target.rel, target.path)
+                return self.write_atomic(real, data, create_parents=False, must_not_exist=must_not_exist, mode=mode)
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"Path is a directory, not a file: {loc.shown}", "target_is_directory")
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"Not a regular file ({_kind_name(st.st_mode)}): {loc.shown}", "file_write_failure")
+            if st is not None and must_not_exist:
+                raise ToolError(f"File already exists: {loc.shown}", "attempt_to_create_existing_file")
+            rel = f"{parent_rel}/{name}" if parent_rel else name
+            shown = self.shown_path(root, rel)
+            if not self.allow_protected:
+                reason = protected_reason(rel)
+                if reason:
+                    raise ProtectedPath(shown, reason)
+            perm = stat.S_IMODE(st.st_mode) if st is not None else mode
+            self._replace(parent_fd, name, data, perm, st, shown)
+            return WriteOutcome(shown, created=st is None, previous_mode=stat.S_IMODE(st.st_mode) if st else None)
+        finally:
+            if parent_fd >= 0:
+                os.close(parent_fd)
+
+    def _replace(
+        self, parent_fd: int, name: str, data: bytes, perm: int | None, old: os.stat_result | None, shown: str
+    ) -> None:
+        tmp = f".{name[:200]}.{secrets.token_hex(4)}.coretools.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | kernel.O_NOFOLLOW | kernel.O_CLOEXEC
+        try:
+            fd = os.open(tmp, flags, 0o666 if perm is None else 0o600, dir_fd=parent_fd)
+        except OSError as exc:
+            raise self._os_error(exc, shown) from None
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                if perm is not None:
+                    os.fchmod(fd, perm)
+                if old is not None and os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+                    try:
+                        os.fchown(fd, old.st_uid, old.st_gid)
+                    except OSError:
+                        pass
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        except BaseException as exc:
+            try:
+                os.unlink(tmp, dir_fd=parent_fd)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise self._os_error(exc, shown) from None
+            raise
+        _fsync_dir(parent_fd)
+
+
+def _fsync_dir(dir_fd: int) -> None:
+    fd = kernel.reopen(dir_fd, os.O_RDONLY | kernel.O_DIRECTORY) if kernel.O_PATH else os.dup(dir_fd)
+    if fd is None:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _scandir(fd: int) -> list[os.DirEntry]:
+    # os.scandir(fd) works on a duplicate it closes itself, so ours stays valid.
+    with os.scandir(fd) as it:
+        return list(it)
+
+
+def _entry(item: os.DirEntry, parent_rel: str) -> DirEntry:
+    rel = f"{parent_rel}/{item.name}" if parent_rel else item.name
+    try:
+        st = item.stat(follow_symlinks=False)
+    except OSError:
+        return DirEntry(item.name, rel, "other", 0, 0.0)
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        kind = "symlink"
+    elif stat.S_ISDIR(mode):
+        kind = "dir"
+    elif stat.S_ISREG(mode):
+        kind = "file"
+    else:
+        kind = "other"
+    return DirEntry(item.name, rel, kind, st.st_size if kind == "file" else 0, st.st_mtime)
+
+
+def _kind_name(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    return "not a regular file"
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _strip_prefix(path: str, prefix: str) -> str | None:
+    """`path` relative to `prefix` if it lies (lexically) inside it, component-wise; else None."""
+    prefix = prefix.rstrip("/") or "/"
+    if path == prefix or path.rstrip("/") == prefix:
+        return ""
+    if prefix == "/":
+        return path.lstrip("/")
+    if path.startswith(prefix + "/"):
+        return path[len(prefix) + 1 :]
+    return None
+
+
+def home_dir() -> Path:
+    return Path(os.path.expanduser("~"))

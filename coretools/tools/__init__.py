@@ -1,0 +1,35 @@
+"""The tools. One module per tool; each module exposes `TOOL`, the class implementing it.
+
+A module may instead (or also) expose `provide(config) -> list[Tool]` for tools that exist only under
+some configuration (tools discovered from a project command, say). The server lists tools in the order
+below; a module that is not present is simply not published.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+TOOL_MODULES = (
+    "read_file",
+    "write_file",
+    "replace",
+    "read_many_files",
+    "search_file_content",
+    "glob",
+    "list_directory",
+    "run_shell_command",
+    "web_fetch",
+    "google_web_search",
+    "save_memory",
+    "discovered",
+)
+
+
+def tool_modules():
+    """Import the tool modules that exist, in publishing order."""
+    for name in TOOL_MODULES:
+        try:
+            yield importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise

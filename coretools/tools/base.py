@@ -1,0 +1,167 @@
+"""The tool contract.
+
+A tool is one class in one module of `coretools.tools`: its name, title, description, annotations, the
+JSON Schema of its parameters (published as `inputSchema` *and* used for validation, so the two cannot
+drift), optional server options of its own, and an async `run`. The server layer validates arguments
+before `run` is called, so `run` receives a dict that matches the schema with defaults filled in.
+
+`run` returns a `ToolResult` or raises `ToolError` (an `isError` result the model reads). Any other
+exception is a bug; the server turns it into an `isError` result without a traceback and keeps serving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from mcp import types
+
+from coretools.errors import ToolError
+from coretools.server.workspace import Workspace
+
+__all__ = ["ServerConfig", "Tool", "ToolContext", "ToolError", "ToolResult", "Elicitation"]
+
+ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+
+
+@dataclass
+class ServerConfig:
+    """What the operator configured. `options` holds every parsed command-line option, including the
+    ones tools register themselves through `Tool.add_arguments`."""
+
+    roots: list[str] = field(default_factory=list)
+    allow_protected: bool = False
+    options: argparse.Namespace = field(default_factory=argparse.Namespace)
+
+    def opt(self, name: str, default: Any = None) -> Any:
+        return getattr(self.options, name, default)
+
+
+@dataclass
+class Elicitation:
+    """The user's answer to a confirmation request: `action` is "accept", "decline" or "cancel"."""
+
+    action: str
+    content: dict[str, Any] | None = None
+
+
+ElicitFn = Callable[[str, dict[str, Any]], Awaitable[Elicitation]]
+
+
+async def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """Everything a running tool may use besides its arguments."""
+
+    workspace: Workspace
+    config: ServerConfig
+    report_progress: ProgressFn = _no_progress
+    elicit: ElicitFn | None = None  # None when the client cannot be asked
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("coretools"))
+    _last_progress: float = -1.0
+
+    async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress; values must grow strictly (the spec says so), equal or smaller ones are dropped."""
+        if done <= self._last_progress:
+            return
+        self._last_progress = done
+        await self.report_progress(done, total, message)
+
+
+@dataclass
+class ToolResult:
+    """What the model sees: content blocks, optional structured content, and whether it is an error."""
+
+    content: list[types.ContentBlock]
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+
+    @classmethod
+    def text(cls, text: str, structured: dict[str, Any] | None = None) -> ToolResult:
+        return cls([types.TextContent(type="text", text=text)], structured)
+
+    @classmethod
+    def error(cls, message: str, kind: str = "execution_failed") -> ToolResult:
+        return cls([types.TextContent(type="text", text=message)], {"error": {"kind": kind, "message": message}}, True)
+
+    def to_mcp(self) -> types.CallToolResult:
+        return types.CallToolResult(content=self.content, structured_content=self.structured, is_error=self.is_error)
+
+    @property
+    def text_content(self) -> str:
+        return "\n".join(b.text for b in self.content if isinstance(b, types.TextContent))
+
+
+def text_block(text: str) -> types.TextContent:
+    return types.TextContent(type="text", text=text)
+
+
+def image_block(data: bytes, mime: str) -> types.ImageContent:
+    return types.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime)
+
+
+def audio_block(data: bytes, mime: str) -> types.AudioContent:
+    return types.AudioContent(type="audio", data=base64.b64encode(data).decode("ascii"), mime_type=mime)
+
+
+def blob_block(data: bytes, mime: str, uri: str) -> types.EmbeddedResource:
+    return types.EmbeddedResource(
+        type="resource",
+        resource=types.BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime),
+    )
+
+
+class Tool:
+    """Base class of every tool. Subclasses set the class attributes and implement `run`."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    input_schema: ClassVar[dict[str, Any]]
+    # Annotations (hints for hosts); set honestly per tool.
+    read_only: ClassVar[bool] = True
+    destructive: ClassVar[bool] = False
+    idempotent: ClassVar[bool] = True
+    open_world: ClassVar[bool] = False
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """Register server options this tool owns (e.g. `--search-max-matches`)."""
+
+    def unavailable_reason(self) -> str | None:
+        """Why this tool is not published with the current configuration, or None."""
+        return None
+
+    async def start(self) -> None:
+        """Called once when the server starts serving (discover things, spawn helpers...)."""
+
+    async def aclose(self) -> None:
+        """Called once when the server stops; release processes and other resources."""
+
+    def definition(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=self.input_schema,
+            annotations=types.ToolAnnotations(
+                title=self.title,
+                read_only_hint=self.read_only,
+                destructive_hint=self.destructive,
+                idempotent_hint=self.idempotent,
+                open_world_hint=self.open_world,
+            ),
+        )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
+        raise NotImplementedError

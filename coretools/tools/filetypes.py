@@ -1,0 +1,195 @@
+"""What kind of file this is, how its text is encoded, and windowed reading that does not load it whole."""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+from typing import BinaryIO
+
+SNIFF_BYTES = 8192
+MAX_LINE_CHARS = 2000
+LINE_CUT_MARKER = "... [truncated]"
+
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".bmp": "image/bmp",
+}
+AUDIO_TYPES = {
+    ".mp3": "audio/mpeg",
+    ".wav": "audio/wav",
+    ".aiff": "audio/aiff",
+    ".aif": "audio/aiff",
+    ".aac": "audio/aac",
+    ".ogg": "audio/ogg",
+    ".flac": "audio/flac",
+}
+PDF_TYPES = {".pdf": "application/pdf"}
+BINARY_EXTENSIONS = frozenset(
+    ".bin .exe .dll .so .dylib .class .jar .war .zip .tar .gz .bz2 .xz .rar .7z .pak .rpa .doc .docx .xls .xlsx "
+    ".ppt .pptx .odt .ods .odp .pyc .pyo .dat .obj .o .a .lib .wasm .ico .mp4 .mov .webm .mkv .avi .tif .tiff "
+    ".heic .woff .woff2 .ttf .otf .eot .sqlite .db".split()
+)
+
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+@dataclass(frozen=True)
+class FileKind:
+    kind: str  # "text" | "image" | "audio" | "pdf" | "svg" | "binary"
+    mime: str | None = None
+    encoding: str = "utf-8"
+    bom: bytes = b""
+
+
+def extension(name: str) -> str:
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 else ""
+
+
+def detect_bom(head: bytes) -> tuple[str, bytes] | None:
+    for bom, encoding in BOMS:  # UTF-32 LE first: its BOM starts with the UTF-16 LE one
+        if head.startswith(bom):
+            return encoding, bom
+    return None
+
+
+def looks_binary(head: bytes) -> bool:
+    """NUL bytes, or a high share of control bytes, in the first block (BOM-marked text excluded)."""
+    if not head:
+        return False
+    if b"\0" in head:
+        return True
+    control = sum(1 for b in head if b < 9 or 13 < b < 32)
+    return control / len(head) > 0.10
+
+
+def classify(name: str, head: bytes) -> FileKind:
+    ext = extension(name)
+    if ext == ".svg":
+        return FileKind("svg", "image/svg+xml")
+    if ext in IMAGE_TYPES:
+        return FileKind("image", IMAGE_TYPES[ext])
+    if ext in PDF_TYPES:
+        return FileKind("pdf", PDF_TYPES[ext])
+    bom = detect_bom(head)
+    if ext in AUDIO_TYPES and (bom is None and looks_binary(head)):
+        return FileKind("audio", AUDIO_TYPES[ext])
+    if bom is not None:
+        return FileKind("text", "text/plain", bom[0], bom[1])
+    if ext in BINARY_EXTENSIONS or looks_binary(head):
+        return FileKind("binary", "application/octet-stream")
+    return FileKind("text", "text/plain")
+
+
+@dataclass
+class Window:
+    lines: list[str]
+    start: int  # 0-based index of the first line shown
+    total: int  # lines in the file
+    cut_lines: int  # lines shortened to MAX_LINE_CHARS
+
+    @property
+    def end(self) -> int:  # exclusive
+        return self.start + len(self.lines)
+
+    @property
+    def complete(self) -> bool:
+        return self.start == 0 and self.end >= self.total and not self.cut_lines
+
+
+def _cut(line: str) -> tuple[str, bool]:
+    if line.endswith("\r"):
+        line = line[:-1]
+    if len(line) > MAX_LINE_CHARS:
+        return line[:MAX_LINE_CHARS] + LINE_CUT_MARKER, True
+    return line, False
+
+
+def read_window(handle: BinaryIO, kind: FileKind, offset: int, limit: int, chunk: int = 1 << 20) -> Window:
+    """Lines `[offset, offset+limit)` of a text file and the file's total line count.
+
+    Streams the file in chunks: memory stays proportional to the window (and the longest line kept),
+    whatever the size of the file. A final line without a newline counts; a trailing newline does not
+    start another line.
+    """
+    handle.seek(len(kind.bom))
+    if kind.encoding == "utf-8":
+        return _window_bytes(handle, offset, limit, chunk)
+    return _window_decoded(handle, kind.encoding, offset, limit, chunk)
+
+
+def _window_bytes(handle: BinaryIO, offset: int, limit: int, chunk: int) -> Window:
+    stop = offset + limit
+    keep_max = MAX_LINE_CHARS * 4 + 8  # bytes enough for MAX_LINE_CHARS characters of any UTF-8
+    kept: list[str] = []
+    cut = 0
+    index = 0  # the line that `pending` (and the start of the next block) belongs to
+    pending = b""
+    last = b"\n"
+    while block := handle.read(chunk):
+        last = block[-1:]
+        newlines = block.count(b"\n")
+        if index + newlines < offset or index >= stop:
+            index += newlines  # no shown line starts or ends here: just count
+            pending = b""
+            continue
+        parts = (pending + block).split(b"\n")
+        pending = parts.pop()
+        for raw in parts:
+            if offset <= index < stop:
+                text, was_cut = _cut(raw[:keep_max].decode("utf-8", "replace"))
+                kept.append(text)
+                cut += was_cut
+            index += 1
+        if len(pending) > keep_max:
+            pending = pending[:keep_max]  # an endless line: keep only what can be shown
+    total = index + (0 if last == b"\n" else 1)
+    if last != b"\n" and offset <= index < stop:
+        text, was_cut = _cut(pending.decode("utf-8", "replace"))
+        kept.append(text)
+        cut += was_cut
+    return Window(kept, min(offset, total), total, cut)
+
+
+def _window_decoded(handle: BinaryIO, encoding: str, offset: int, limit: int, chunk: int) -> Window:
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    stop = offset + limit
+    kept: list[str] = []
+    cut = 0
+    index = 0
+    pending = ""
+    while True:
+        block = handle.read(chunk)
+        final = not block
+        text = decoder.decode(block, final=final)
+        parts = (pending + text).split("\n")
+        pending = parts.pop()
+        for line in parts:
+            if offset <= index < stop:
+                shown, was_cut = _cut(line)
+                kept.append(shown)
+                cut += was_cut
+            index += 1
+        if final:
+            break
+    total = index + (1 if pending else 0)
+    if pending and offset <= index < stop:
+        shown, was_cut = _cut(pending)
+        kept.append(shown)
+        cut += was_cut
+    return Window(kept, min(offset, total), total, cut)
+
+
+def decode_text(data: bytes, kind: FileKind) -> str:
+    """Whole-content decoding for small files (the BOM is dropped)."""
+    return data[len(kind.bom) :].decode(kind.encoding, "replace")

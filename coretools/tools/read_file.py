@@ -1,0 +1,133 @@
+"""read_file: one file's content, paged for text, as media content for images, audio and PDF."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from coretools.errors import ToolError
+from coretools.server.ignore import IgnoreOptions
+from coretools.tools.base import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    audio_block,
+    blob_block,
+    image_block,
+    text_block,
+)
+from coretools.tools.filetypes import SNIFF_BYTES, classify, read_window
+
+DEFAULT_LIMIT = 2000
+MAX_FILE_BYTES = 20 * 1024 * 1024
+MAX_SVG_BYTES = 1024 * 1024
+GEMINI_ONLY = IgnoreOptions(git=False, gemini=True, defaults=False)
+
+
+class ReadFile(Tool):
+    name = "read_file"
+    title = "Read file"
+    description = (
+        "Reads and returns the content of a specified file. If the file is large, the content will be truncated; "
+        "the response then says so and how to read more with 'offset' and 'limit'. Handles text (lines longer "
+        "than 2000 characters are shortened), images (PNG, JPG, GIF, WEBP, BMP), audio (MP3, WAV, AIFF, AAC, "
+        "OGG, FLAC), PDF and SVG files; other binary files are reported, not dumped."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "absolute_path": {
+                "type": "string",
+                "description": "The absolute path to the file to read (e.g. '/home/user/project/file.txt'). "
+                "A relative path is resolved against the primary workspace root. Must be inside the workspace.",
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Optional: for text files, the 0-based line number to start reading from. "
+                "Use with 'limit' to page through large files.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Optional: for text files, the maximum number of lines to read "
+                f"(default {DEFAULT_LIMIT}).",
+            },
+        },
+        "required": ["absolute_path"],
+    }
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await anyio.to_thread.run_sync(self._read, args, ctx)
+
+    def _read(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        ws = ctx.workspace
+        loc = ws.locate(args["absolute_path"])
+        windowed = "offset" in args or "limit" in args
+        offset = args.get("offset", 0)
+        limit = args.get("limit", DEFAULT_LIMIT)
+        with ws.open_file(loc) as (node, handle):
+            if ws.is_ignored(node.root, node.rel, False, GEMINI_ONLY):
+                raise ToolError(
+                    f"File path '{node.path}' is ignored by the workspace's .geminiignore patterns.",
+                    "invalid_tool_params",
+                )
+            size = node.st.st_size
+            head = handle.read(SNIFF_BYTES)
+            kind = classify(node.rel.rsplit("/", 1)[-1], head)
+            if kind.kind in ("image", "audio", "pdf"):
+                if size > MAX_FILE_BYTES:
+                    raise _too_large(node.path, size)
+                data = head + handle.read()
+                label = {"image": "image", "audio": "audio", "pdf": "PDF"}[kind.kind]
+                note = text_block(f"Read {label} file: {node.path} ({kind.mime}, {len(data)} bytes)")
+                if kind.kind == "image":
+                    return ToolResult([note, image_block(data, kind.mime)])
+                if kind.kind == "audio":
+                    return ToolResult([note, audio_block(data, kind.mime)])
+                return ToolResult([note, blob_block(data, kind.mime, f"file://{node.path}")])
+            if kind.kind == "binary":
+                return ToolResult.text(f"Cannot display content of binary file: {node.path}")
+            if kind.kind == "svg":
+                if size > MAX_SVG_BYTES:
+                    return ToolResult.text(f"Cannot display content of SVG file larger than 1MB: {node.path}")
+                return ToolResult.text((head + handle.read()).decode("utf-8", "replace"))
+            if size > MAX_FILE_BYTES and not windowed:
+                raise _too_large(node.path, size)
+            window = read_window(handle, kind, offset, limit)
+        if window.total and offset >= window.total:
+            raise ToolError(
+                f"offset {offset} is beyond the end of the file: {node.path} has {window.total} lines "
+                f"(valid offsets are 0 to {window.total - 1}).",
+                "invalid_tool_params",
+            )
+        body = "\n".join(window.lines)
+        if window.complete:
+            return ToolResult.text(body)
+        shown = f"{window.start + 1}-{window.end}" if window.lines else "none"
+        action = (
+            f"For example, to read the next section of the file, use offset: {window.end}."
+            if window.end < window.total
+            else "This window reaches the end of the file; some lines were shortened."
+        )
+        text = (
+            "\nIMPORTANT: The file content has been truncated.\n"
+            f"Status: Showing lines {shown} of {window.total} total lines.\n"
+            "Action: To read more of the file, you can use the 'offset' and 'limit' parameters in a subsequent "
+            f"'read_file' call. {action}\n\n"
+            "--- FILE CONTENT (truncated) ---\n"
+            f"{body}"
+        )
+        return ToolResult.text(text)
+
+
+def _too_large(path: str, size: int) -> ToolError:
+    return ToolError(
+        f"File size exceeds the 20MB limit: {path} ({size / (1024 * 1024):.2f}MB). For text files, read a window "
+        "with 'offset' and 'limit'; use search_file_content to find the lines you need.",
+        "file_too_large",
+    )
+
+
+TOOL = ReadFile
