@@ -1,0 +1,144 @@
+"""list_directory: the entries of one directory, directories first, with sizes and what was hidden."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from wcmatch import fnmatch
+
+from coretools.errors import ToolError
+from coretools.server.ignore import IgnoreOptions
+from coretools.server.workspace import DirEntry, Location, Workspace
+from coretools.tools.base import Tool, ToolContext, ToolResult
+
+MAX_ENTRIES_SHOWN = 5000
+_FN_FLAGS = fnmatch.BRACE | fnmatch.EXTMATCH | fnmatch.DOTMATCH
+
+
+class ListDirectory(Tool):
+    name = "list_directory"
+    title = "List directory"
+    description = (
+        "Lists the files and subdirectories directly inside a directory: directories first (marked [DIR]), then "
+        "files with their sizes. Entries hidden by .gitignore, .geminiignore and the default excludes "
+        "(node_modules, .git, dist, build, ...) are left out and counted. Optionally hides entries whose names "
+        "match the given glob patterns."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The absolute path to the directory to list (a relative path is resolved against the "
+                "primary workspace root).",
+            },
+            "ignore": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Glob patterns matched against entry names to leave out (e.g. ['*.log', 'tmp*']).",
+            },
+            "file_filtering_options": {
+                "type": "object",
+                "description": "Whether to honour ignore files (both default to true).",
+                "properties": {
+                    "respect_git_ignore": {
+                        "type": "boolean",
+                        "description": "Hide entries matched by .gitignore files. Default: true.",
+                    },
+                    "respect_gemini_ignore": {
+                        "type": "boolean",
+                        "description": "Hide entries matched by .geminiignore. Default: true.",
+                    },
+                },
+            },
+        },
+        "required": ["path"],
+    }
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await anyio.to_thread.run_sync(self._list, args, ctx)
+
+    def _list(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        ws = ctx.workspace
+        filtering = args.get("file_filtering_options") or {}
+        options = IgnoreOptions(
+            git=filtering.get("respect_git_ignore", True),
+            gemini=filtering.get("respect_gemini_ignore", True),
+            defaults=True,
+        )
+        loc = ws.locate(args["path"])
+        try:
+            node, entries = ws.list_dir(loc)
+        except ToolError as exc:
+            if exc.kind == "path_is_not_a_directory":
+                raise ToolError(f"Error: Path is not a directory: {loc.shown}", exc.kind) from None
+            raise
+        if not entries:
+            return ToolResult.text(f"Directory {node.path} is empty.")
+        rules = ws.ignore_rules(node.root, options)
+        patterns = [p for p in args.get("ignore") or [] if p]
+        shown: list[tuple[bool, str, str]] = []
+        hidden_by_rules = hidden_by_param = 0
+        for entry in entries:
+            is_dir, label = self._describe(ws, node.root, loc, entry)
+            if entry.kind in ("dir", "file") and (
+                (not ws.allow_protected and _protected(entry)) or rules.decide(entry.rel, is_dir)
+            ):
+                hidden_by_rules += 1
+                continue
+            if patterns and fnmatch.fnmatch(entry.name, patterns, flags=_FN_FLAGS):
+                hidden_by_param += 1
+                continue
+            shown.append((not is_dir, entry.name.lower(), label))
+        shown.sort()
+        lines = [f"Directory listing for {node.path}:"]
+        lines += [label for _, _, label in shown[:MAX_ENTRIES_SHOWN]]
+        notes = []
+        if len(shown) > MAX_ENTRIES_SHOWN:
+            notes.append(
+                f"({len(shown) - MAX_ENTRIES_SHOWN} more entries not shown; use glob with a pattern to narrow down)"
+            )
+        if hidden_by_rules:
+            notes.append(f"({hidden_by_rules} ignored by .gitignore/.geminiignore rules or default excludes)")
+        if hidden_by_param:
+            notes.append(f"({hidden_by_param} hidden by the ignore parameter)")
+        if not shown:
+            lines.append("(no visible entries)")
+        text = "\n".join(lines)
+        if notes:
+            text += "\n\n" + "\n".join(notes)
+        structured = {
+            "path": node.path,
+            "entries": [label for _, _, label in shown[:MAX_ENTRIES_SHOWN]],
+            "ignored": hidden_by_rules,
+            "hidden_by_pattern": hidden_by_param,
+        }
+        return ToolResult.text(text, structured)
+
+    @staticmethod
+    def _describe(ws: Workspace, root: int, parent: Location, entry: DirEntry) -> tuple[bool, str]:
+        if entry.kind == "dir":
+            return True, f"[DIR] {entry.name}"
+        if entry.kind == "file":
+            return False, f"{entry.name} ({entry.size} bytes)"
+        if entry.kind == "symlink":
+            try:
+                with ws.open_node(Location(root, entry.rel, ws.shown_path(root, entry.rel))) as target:
+                    if target.is_dir:
+                        return True, f"[DIR] {entry.name} (symlink to {target.path})"
+                    return False, f"{entry.name} ({target.st.st_size} bytes, symlink to {target.path})"
+            except ToolError as exc:
+                if exc.kind == "file_not_found":
+                    return False, f"{entry.name} (broken symlink)"
+                return False, f"{entry.name} (symlink pointing outside the workspace)"
+        return False, f"{entry.name} (special file)"
+
+
+def _protected(entry: DirEntry) -> bool:
+    from coretools.server.workspace import protected_reason
+
+    return protected_reason(entry.rel) is not None
+
+
+TOOL = ListDirectory

@@ -1,0 +1,259 @@
+"""read_many_files: the text of several files (named, by directory or by glob), concatenated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.from_thread
+from wcmatch import glob as wglob
+
+from coretools.errors import ToolError
+from coretools.server.ignore import IgnoreOptions
+from coretools.server.workspace import Location, WalkReport
+from coretools.tools.base import Tool, ToolContext, ToolResult, audio_block, blob_block, image_block, text_block
+from coretools.tools.filetypes import SNIFF_BYTES, classify, extension, read_window
+from coretools.tools.walking import glob_flags, has_magic, relative_to, walk_files
+
+DEFAULT_LINE_LIMIT = 2000
+MAX_FILES = 500
+MAX_TOTAL_CHARS = 1_000_000
+MAX_MEDIA_BYTES = 20 * 1024 * 1024
+# Gemini CLI's default content excludes (binary formats, compiled Python, OS litter, the memory file);
+# directories such as node_modules/ and build/ are the ignore engine's default excludes.
+DEFAULT_FILE_EXCLUDES = [
+    "**/*.{bin,exe,dll,so,dylib,class,jar,war,zip,tar,gz,bz2,rar,7z,doc,docx,xls,xlsx,ppt,pptx,odt,ods,odp}",
+    "**/*.{pyc,pyo}",
+    "**/.DS_Store",
+    "**/.env",
+    "**/GEMINI.md",
+]
+
+
+@dataclass
+class Plan:
+    files: dict[str, Location] = field(default_factory=dict)  # shown path -> location (sorted later)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    ignored: int = 0
+
+
+class ReadManyFiles(Tool):
+    name = "read_many_files"
+    title = "Read many files"
+    description = (
+        "Reads the content of several files at once, named by path, directory or glob pattern (relative to the "
+        "primary workspace root), and concatenates the text with a '--- <path> ---' line before each file. "
+        "Use it to get an overview of a code base or to read related files together. Directories are read "
+        "recursively. Images, PDFs and audio are included only when named explicitly (by file name or "
+        "extension in a pattern). Files hidden by ignore rules and default excludes are skipped and listed."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "paths": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "minLength": 1},
+                "description": "Files, directories or glob patterns relative to the primary root, e.g. "
+                "['src/**/*.ts'], ['README.md', 'docs/'].",
+            },
+            "include": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "description": "Optional: additional glob patterns to include, merged with 'paths'.",
+            },
+            "exclude": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "description": "Optional: glob patterns of files to leave out, e.g. ['**/*.test.ts'].",
+            },
+            "recursive": {
+                "type": "boolean",
+                "description": "Optional: read directories recursively (default true). Glob patterns recurse "
+                "where they say '**'.",
+                "default": True,
+            },
+            "useDefaultExcludes": {
+                "type": "boolean",
+                "description": "Optional: apply the default excludes (node_modules, .git, build output, binary "
+                "formats...). Default true.",
+                "default": True,
+            },
+            "respect_git_ignore": {
+                "type": "boolean",
+                "description": "Optional: skip files matched by .gitignore. Default true.",
+                "default": True,
+            },
+        },
+        "required": ["paths"],
+    }
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await anyio.to_thread.run_sync(self._run, args, ctx)
+
+    def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        ws = ctx.workspace
+        patterns = [p.replace("\\", "/") for p in [*args["paths"], *(args.get("include") or [])]]
+        options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=args["useDefaultExcludes"])
+        excludes = list(args.get("exclude") or [])
+        if args["useDefaultExcludes"]:
+            excludes += DEFAULT_FILE_EXCLUDES
+        plan = self._plan(ctx, patterns, options, excludes, args["recursive"])
+        return self._read(ctx, plan, patterns)
+
+    def _plan(
+        self, ctx: ToolContext, patterns: list[str], options: IgnoreOptions, excludes: list[str], recursive: bool
+    ) -> Plan:
+        ws = ctx.workspace
+        plan = Plan()
+        flags = glob_flags(case_sensitive=False)
+        globs: list[str] = []
+        for pattern in patterns:
+            if has_magic(pattern) and not self._literal_exists(ctx, pattern):
+                globs.append(pattern.lstrip("./") if pattern.startswith("./") else pattern)
+                continue
+            try:
+                loc = ws.locate(pattern)
+                with ws.open_node(loc) as node:
+                    target = Location(node.root, node.rel, node.path)
+                    is_dir = node.is_dir
+            except ToolError as exc:
+                plan.skipped.append((pattern, exc.message))
+                continue
+            if is_dir:
+                report = WalkReport()
+                for entry in walk_files(ws, target, options, ctx, report):
+                    rel = relative_to(entry.rel, target.rel)
+                    if not recursive and "/" in rel:
+                        continue
+                    self._consider(ctx, plan, Location(target.root, entry.rel, ws.shown_path(target.root, entry.rel)),
+                                   rel, excludes, flags)
+                plan.ignored += report.ignored
+            else:
+                if ws.is_ignored(target.root, target.rel, False, options):
+                    plan.ignored += 1
+                    continue
+                self._consider(ctx, plan, target, target.rel, excludes, flags)
+        if globs:
+            for index, root in enumerate(ws.roots):
+                report = WalkReport()
+                local = []
+                for g in globs:
+                    if g.startswith("/"):
+                        if not g.startswith(root.shown.rstrip("/") + "/"):
+                            continue
+                        g = g[len(root.shown.rstrip("/")) + 1 :]
+                    local.append(g)
+                if not local:
+                    continue
+                for entry in walk_files(ws, Location(index, "", root.shown), options, ctx, report):
+                    if wglob.globmatch(entry.rel, local, flags=flags):
+                        loc = Location(index, entry.rel, ws.shown_path(index, entry.rel))
+                        self._consider(ctx, plan, loc, entry.rel, excludes, flags)
+                plan.ignored += report.ignored
+        if plan.ignored:
+            plan.skipped.append((f"{plan.ignored} file(s)", "ignored by .gitignore/.geminiignore or default excludes"))
+        return plan
+
+    @staticmethod
+    def _literal_exists(ctx: ToolContext, pattern: str) -> bool:
+        try:
+            return ctx.workspace.exists(ctx.workspace.locate(pattern))
+        except ToolError:
+            return False
+
+    @staticmethod
+    def _consider(ctx: ToolContext, plan: Plan, loc: Location, rel: str, excludes: list[str], flags: int) -> None:
+        if excludes and (wglob.globmatch(rel, excludes, flags=flags) or wglob.globmatch(loc.rel, excludes, flags=flags)):
+            plan.skipped.append((loc.shown, "excluded by pattern"))
+            return
+        plan.files.setdefault(loc.shown, loc)
+
+    def _read(self, ctx: ToolContext, plan: Plan, patterns: list[str]) -> ToolResult:
+        ws = ctx.workspace
+        blocks: list = []
+        read: list[str] = []
+        budget = MAX_TOTAL_CHARS
+        paths = sorted(plan.files)
+        lowered = [p.lower() for p in patterns]
+        for number, shown in enumerate(paths, 1):
+            anyio.from_thread.check_cancelled()
+            if number % 50 == 0:
+                try:
+                    anyio.from_thread.run(ctx.progress, float(number), float(len(paths)), f"read {number} files")
+                except RuntimeError:
+                    pass
+            if len(read) >= MAX_FILES:
+                plan.skipped.append((shown, f"file limit reached ({MAX_FILES} files per call)"))
+                continue
+            if budget <= 0:
+                plan.skipped.append((shown, f"size limit reached ({MAX_TOTAL_CHARS} characters per call)"))
+                continue
+            loc = plan.files[shown]
+            try:
+                with ws.open_file(loc) as (node, handle):
+                    head = handle.read(SNIFF_BYTES)
+                    kind = classify(node.rel.rsplit("/", 1)[-1], head)
+                    if kind.kind in ("image", "audio", "pdf"):
+                        ext = extension(node.rel)
+                        stem = node.rel.rsplit("/", 1)[-1][: -len(ext) or None].lower()
+                        if not any(ext in p or (stem and stem in p) for p in lowered):
+                            plan.skipped.append(
+                                (node.path, "asset file (image/pdf/audio) was not explicitly requested by name or extension")
+                            )
+                            continue
+                        if node.st.st_size > MAX_MEDIA_BYTES:
+                            plan.skipped.append((node.path, "larger than 20MB"))
+                            continue
+                        data = head + handle.read()
+                        maker = {"image": image_block, "audio": audio_block}.get(kind.kind)
+                        blocks.append(
+                            maker(data, kind.mime) if maker else blob_block(data, kind.mime, f"file://{node.path}")
+                        )
+                        read.append(node.path)
+                        continue
+                    if kind.kind == "binary":
+                        plan.skipped.append((node.path, "binary file"))
+                        continue
+                    window = read_window(handle, kind, 0, DEFAULT_LINE_LIMIT)
+            except ToolError as exc:
+                plan.skipped.append((shown, f"Read error: {exc.message}"))
+                continue
+            body = "\n".join(window.lines)
+            if not window.complete:
+                body = (
+                    "[WARNING: This file was truncated (showing lines 1-"
+                    f"{window.end} of {window.total}). To view the rest, use the 'read_file' tool on this file "
+                    "with 'offset'.]\n\n" + body
+                )
+            if len(body) > budget:
+                body = body[:budget] + "\n[... cut: the size limit of this call was reached ...]"
+            budget -= len(body)
+            blocks.append(text_block(f"--- {node.path} ---\n\n{body}\n\n"))
+            read.append(node.path)
+        if not read:
+            text = "No files matching the criteria were found or all were skipped."
+            if plan.skipped:
+                text += "\n" + _skipped_text(plan.skipped)
+            return ToolResult.text(text, {"files": [], "skipped": _skipped_struct(plan.skipped)})
+        tail = "\n--- End of content ---"
+        if plan.skipped:
+            tail += "\n\n" + _skipped_text(plan.skipped)
+        blocks.append(text_block(tail))
+        return ToolResult(blocks, {"files": read, "skipped": _skipped_struct(plan.skipped)})
+
+
+def _skipped_text(skipped: list[tuple[str, str]], limit: int = 50) -> str:
+    lines = [f"Skipped {len(skipped)} item(s):"]
+    lines += [f"- {path} ({reason})" for path, reason in skipped[:limit]]
+    if len(skipped) > limit:
+        lines.append(f"- ... and {len(skipped) - limit} more")
+    return "\n".join(lines)
+
+
+def _skipped_struct(skipped: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"path": p, "reason": r} for p, r in skipped]
+
+
+TOOL = ReadManyFiles
