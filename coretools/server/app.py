@@ -22,6 +22,7 @@ from mcp.server import Server, ServerRequestContext
 
 from coretools import __version__
 from coretools.errors import ToolError
+from coretools.server.limits import CallLimiter
 from coretools.server.toolset import ToolSet
 from coretools.server.workspace import RootError, Workspace
 from coretools.tools.base import Elicitation, ServerConfig, ToolContext, ToolResult
@@ -196,7 +197,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         lifespan=lifespan,
         get_tool_input_schema=lambda name: (t.input_schema if (t := toolset.get(name)) else None),
         on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
+        on_call_tool=CallLimiter.from_config(config).guard(on_call_tool, key=_connection_key),
     )
     server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
     return server, toolset

@@ -1,0 +1,308 @@
+"""Streamable HTTP transport: one coretools daemon shared by several MCP hosts and agents.
+
+The app is the SDK's streamable HTTP app built from the low-level server (`Server.streamable_http_app`), so
+progress notifications and cancellation travel over SSE responses exactly as the SDK implements them.
+Around it this module adds what a shared daemon needs:
+
+- a safe bind: loopback by default; a non-loopback address is refused without a bearer token unless the
+  operator says `--insecure-no-auth`;
+- `--auth-token-env NAME`: every request must carry `Authorization: Bearer <token>` (401 otherwise);
+- DNS-rebinding protection (Host and Origin checks) always on, widened by `--allowed-host` and
+  `--allowed-origin` for real host names;
+- uvicorn with logs on stderr and a bounded graceful shutdown on SIGINT/SIGTERM.
+
+`serve_http(config)` returns the process exit code: 0 after a clean shutdown, 2 for a configuration that
+is refused (with a message on stderr saying how to fix it).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from coretools.tools.base import ServerConfig
+
+logger = logging.getLogger("coretools.http")
+
+EXIT_OK, EXIT_USAGE = 0, 2
+GRACEFUL_SHUTDOWN_SECONDS = 5.0
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+class ConfigurationRefused(Exception):
+    """A setting that must not be served; the message says what to change."""
+
+
+@dataclass
+class HttpSettings:
+    host: str
+    port: int
+    path: str
+    stateless: bool
+    token: str | None
+    allowed_hosts: list[str]
+    allowed_origins: list[str]
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+    def url(self, port: int | None = None) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port if port is None else port}{self.path}"
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach: 127.0.0.0/8, ::1 and the name localhost."""
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # any other host name may resolve to a public address: treat it as non-loopback
+
+
+def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -> HttpSettings:
+    """Read and check the HTTP options; raise `ConfigurationRefused` for anything unsafe or unusable."""
+    env = os.environ if environ is None else environ
+    host = str(config.opt("host", "127.0.0.1") or "127.0.0.1")
+    port = int(config.opt("port", 8765))
+    if not 0 <= port <= 65535:
+        raise ConfigurationRefused(f"--port {port} is not a TCP port; use 1-65535 (or 0 for any free port)")
+    path = str(config.opt("path", "/mcp") or "/mcp")
+    if not path.startswith("/"):
+        path = "/" + path
+    token: str | None = None
+    token_env = config.opt("auth_token_env")
+    if token_env:
+        token = env.get(token_env, "")
+        if not token.strip():
+            raise ConfigurationRefused(
+                f"--auth-token-env {token_env}: the environment variable {token_env} is unset or empty; "
+                f"set it to a long random secret (e.g. `export {token_env}=$(openssl rand -hex 32)`)"
+            )
+        token = token.strip()
+    if not is_loopback(host) and token is None and not config.opt("insecure_no_auth", False):
+        raise ConfigurationRefused(
+            f"refusing to serve on {host}, which is not a loopback address, without authentication: anyone "
+            "who can reach it could read and change the workspace. Pass --auth-token-env NAME (clients then "
+            "send 'Authorization: Bearer <token>'), bind to 127.0.0.1, or, only on a network you fully trust, "
+            "add --insecure-no-auth"
+        )
+    return HttpSettings(
+        host=host,
+        port=port,
+        path=path,
+        stateless=bool(config.opt("stateless", False)),
+        token=token,
+        allowed_hosts=list(config.opt("allowed_host", None) or []),
+        allowed_origins=list(config.opt("allowed_origin", None) or []),
+    )
+
+
+def transport_security(settings: HttpSettings):
+    """DNS-rebinding protection: loopback names always, plus the bind address and what the operator allows.
+
+    A bare `--allowed-host example.com` accepts it with or without a port (`example.com`, `example.com:*`).
+    """
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = list(LOOPBACK_HOSTS)
+    if not settings.loopback and not _is_wildcard(settings.host):
+        bound = f"[{settings.host}]" if ":" in settings.host else settings.host
+        hosts += [bound, f"{bound}:*"]
+    for entry in settings.allowed_hosts:
+        hosts.append(entry)
+        if not _has_port(entry):
+            hosts.append(f"{entry}:*")
+    origins = list(LOOPBACK_ORIGINS) + [o.rstrip("/") for o in settings.allowed_origins]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(hosts)),
+        allowed_origins=list(dict.fromkeys(origins)),
+    )
+
+
+def _is_wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "[::]", "")
+
+
+def _has_port(host_entry: str) -> bool:
+    if host_entry.startswith("["):  # [v6]:port
+        return "]:" in host_entry
+    return host_entry.count(":") == 1
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`.
+
+    Tokens are compared in constant time. A missing or wrong token gets 401 with a `WWW-Authenticate:
+    Bearer` challenge and a JSON-RPC error body (MCP clients show its message).
+    """
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        presented = _bearer(scope)
+        if presented is not None and hmac.compare_digest(presented, self._token):
+            await self.app(scope, receive, send)
+            return
+        if presented is None:
+            challenge = 'Bearer realm="coretools"'
+            message = "Authentication required: send the header 'Authorization: Bearer <token>'."
+        else:
+            challenge = 'Bearer realm="coretools", error="invalid_token"'
+            message = "Invalid bearer token: check the token configured for this server."
+        await _send_json_error(send, 401, message, [(b"www-authenticate", challenge.encode())])
+
+
+def _bearer(scope: dict) -> bytes | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            scheme, _, credentials = value.partition(b" ")
+            if scheme.lower() == b"bearer" and credentials.strip():
+                return credentials.strip()
+            return b""  # present but not a bearer token: treated as a wrong token
+    return None
+
+
+async def _send_json_error(send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]]) -> None:
+    import json
+
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def build_app(config: ServerConfig, settings: HttpSettings) -> Any:
+    """The ASGI app: the SDK's streamable HTTP app for our server, behind the bearer check if configured."""
+    from coretools.server.app import build_server
+
+    server, _ = build_server(config)
+    app: Any = server.streamable_http_app(
+        streamable_http_path=settings.path,
+        stateless_http=settings.stateless,
+        json_response=False,  # SSE responses: progress notifications and server->client requests need them
+        transport_security=transport_security(settings),
+        host=settings.host,
+    )
+    if settings.token is not None:
+        app = BearerAuth(app, settings.token)
+    return app
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind the listening socket ourselves so `--port 0` works and the real port can be announced."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    if family == socket.AF_INET and not _is_wildcard(host):
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise ConfigurationRefused(f"cannot resolve --host {host}: {exc.strerror}") from None
+        family = infos[0][0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]") or "0.0.0.0", port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigurationRefused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_http(config: ServerConfig) -> int:
+    """Run the HTTP server until SIGINT/SIGTERM; return the exit code."""
+    try:
+        settings = settings_from(config)
+        sock = bind_socket(settings.host, settings.port)
+    except ConfigurationRefused as exc:
+        sys.stderr.write(f"coretools-mcp: error: {exc}\n")
+        return EXIT_USAGE
+    try:
+        return _run(config, settings, sock)
+    finally:
+        sock.close()
+
+
+def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> int:
+    import asyncio
+
+    import uvicorn
+
+    level = str(config.opt("log_level", "warning") or "warning")
+    app = build_app(config, settings)
+    uv_config = uvicorn.Config(
+        app,
+        log_config=None,  # keep our logging setup: everything on stderr, nothing on stdout
+        log_level=level,
+        access_log=level == "debug",
+        lifespan="on",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        server_header=False,
+    )
+    server = uvicorn.Server(uv_config)
+    port = sock.getsockname()[1]
+
+    # uvicorn re-raises the stop signal once it has shut down; with the default SIGTERM action that would kill
+    # the process after a clean shutdown, so a no-op handler turns a SIGTERM into a normal exit.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+
+    async def main() -> None:
+        announce = asyncio.ensure_future(_announce_when_started(server, settings, port))
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            announce.cancel()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    if not server.started:
+        sys.stderr.write("coretools-mcp: error: the HTTP server failed to start (see the log above)\n")
+        return 1
+    sys.stderr.write("coretools-mcp: HTTP server stopped\n")
+    return EXIT_OK
+
+
+async def _announce_when_started(server: Any, settings: HttpSettings, port: int) -> None:
+    import asyncio
+
+    while not server.started:
+        await asyncio.sleep(0.02)
+    mode = "stateless" if settings.stateless else "stateful sessions"
+    auth = "bearer token required" if settings.token else "no authentication"
+    sys.stderr.write(f"coretools-mcp: serving MCP over HTTP at {settings.url(port)} ({mode}; {auth})\n")
+    sys.stderr.flush()
+    if not settings.loopback and settings.token is None:
+        logger.warning("serving a non-loopback address WITHOUT authentication (--insecure-no-auth)")
+    if _is_wildcard(settings.host) and not settings.allowed_hosts:
+        logger.warning(
+            "bound to %s but no --allowed-host given: requests whose Host header is not a loopback name will "
+            "be refused (421); add --allowed-host for the names clients use to reach this server",
+            settings.host,
+        )
