@@ -63,13 +63,16 @@ def detect_bom(head: bytes) -> tuple[str, bytes] | None:
     return None
 
 
+_CONTROL_BYTES = bytes(b for b in range(32) if b < 9 or b > 13)
+
+
 def looks_binary(head: bytes) -> bool:
     """NUL bytes, or a high share of control bytes, in the first block (BOM-marked text excluded)."""
     if not head:
         return False
     if b"\0" in head:
         return True
-    control = sum(1 for b in head if b < 9 or 13 < b < 32)
+    control = len(head) - len(head.translate(None, _CONTROL_BYTES))
     return control / len(head) > 0.10
 
 

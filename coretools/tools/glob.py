@@ -6,14 +6,14 @@ import time
 from typing import Any
 
 import anyio
-from wcmatch import glob as wglob
 
 from coretools.errors import ToolError
 from coretools.server.ignore import IgnoreOptions
 from coretools.server.workspace import Location, WalkReport
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.walking import (
-    glob_flags,
+    glob_escape,
+    globmatch,
     has_magic,
     relative_to,
     search_scopes,
@@ -70,7 +70,7 @@ class Glob(Tool):
             raise ToolError("The 'pattern' parameter cannot be empty.", "invalid_tool_params")
         scopes = search_scopes(ws, args.get("path"))
         options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=True)
-        flags = glob_flags(args["case_sensitive"])
+        case_sensitive = args["case_sensitive"]
         report = WalkReport()
         found: list[tuple[str, float]] = []
         for scope in scopes:
@@ -80,7 +80,7 @@ class Glob(Tool):
                     continue
                 local = local[len(scope.shown.rstrip("/")) + 1 :]
             if not has_magic(local):
-                local = wglob.escape(local)
+                local = glob_escape(local)
             prefix, rest = split_literal_prefix(local)
             start = scope.loc
             if prefix:
@@ -96,7 +96,7 @@ class Glob(Tool):
                 continue
             for entry in walk_files(ws, base, options, ctx, report):
                 rel = relative_to(entry.rel, base.rel)
-                if wglob.globmatch(rel, rest, flags=flags):
+                if globmatch(rel, rest, case_sensitive):
                     found.append((ws.shown_path(base.root, entry.rel), entry.mtime))
         where = scopes[0].shown if len(scopes) == 1 else f"{len(scopes)} workspace directories"
         within = "within" if len(scopes) == 1 else "across"

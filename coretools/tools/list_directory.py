@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from wcmatch import fnmatch
 
 from coretools.errors import ToolError
 from coretools.server.ignore import IgnoreOptions
 from coretools.server.workspace import DirEntry, Location, Workspace
 from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.walking import name_matches
 
 MAX_ENTRIES_SHOWN = 5000
-_FN_FLAGS = fnmatch.BRACE | fnmatch.EXTMATCH | fnmatch.DOTMATCH
 
 
 class ListDirectory(Tool):
@@ -87,7 +86,7 @@ class ListDirectory(Tool):
             ):
                 hidden_by_rules += 1
                 continue
-            if patterns and fnmatch.fnmatch(entry.name, patterns, flags=_FN_FLAGS):
+            if patterns and name_matches(entry.name, patterns):
                 hidden_by_param += 1
                 continue
             shown.append((not is_dir, entry.name.lower(), label))

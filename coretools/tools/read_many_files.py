@@ -7,14 +7,13 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
-from wcmatch import glob as wglob
 
 from coretools.errors import ToolError
 from coretools.server.ignore import IgnoreOptions
 from coretools.server.workspace import Location, WalkReport
 from coretools.tools.base import Tool, ToolContext, ToolResult, audio_block, blob_block, image_block, text_block
 from coretools.tools.filetypes import SNIFF_BYTES, classify, extension, read_window
-from coretools.tools.walking import glob_flags, has_magic, relative_to, walk_files
+from coretools.tools.walking import globmatch, has_magic, relative_to, walk_files
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_FILES = 500
@@ -107,7 +106,6 @@ class ReadManyFiles(Tool):
     ) -> Plan:
         ws = ctx.workspace
         plan = Plan()
-        flags = glob_flags(case_sensitive=False)
         globs: list[str] = []
         for pattern in patterns:
             if has_magic(pattern) and not self._literal_exists(ctx, pattern):
@@ -128,13 +126,13 @@ class ReadManyFiles(Tool):
                     if not recursive and "/" in rel:
                         continue
                     self._consider(ctx, plan, Location(target.root, entry.rel, ws.shown_path(target.root, entry.rel)),
-                                   rel, excludes, flags)
+                                   rel, excludes)
                 plan.ignored += report.ignored
             else:
                 if ws.is_ignored(target.root, target.rel, False, options):
                     plan.ignored += 1
                     continue
-                self._consider(ctx, plan, target, target.rel, excludes, flags)
+                self._consider(ctx, plan, target, target.rel, excludes)
         if globs:
             for index, root in enumerate(ws.roots):
                 report = WalkReport()
@@ -148,9 +146,9 @@ class ReadManyFiles(Tool):
                 if not local:
                     continue
                 for entry in walk_files(ws, Location(index, "", root.shown), options, ctx, report):
-                    if wglob.globmatch(entry.rel, local, flags=flags):
+                    if globmatch(entry.rel, local):
                         loc = Location(index, entry.rel, ws.shown_path(index, entry.rel))
-                        self._consider(ctx, plan, loc, entry.rel, excludes, flags)
+                        self._consider(ctx, plan, loc, entry.rel, excludes)
                 plan.ignored += report.ignored
         if plan.ignored:
             plan.skipped.append((f"{plan.ignored} file(s)", "ignored by .gitignore/.geminiignore or default excludes"))
@@ -164,8 +162,8 @@ class ReadManyFiles(Tool):
             return False
 
     @staticmethod
-    def _consider(ctx: ToolContext, plan: Plan, loc: Location, rel: str, excludes: list[str], flags: int) -> None:
-        if excludes and (wglob.globmatch(rel, excludes, flags=flags) or wglob.globmatch(loc.rel, excludes, flags=flags)):
+    def _consider(ctx: ToolContext, plan: Plan, loc: Location, rel: str, excludes: list[str]) -> None:
+        if excludes and (globmatch(rel, excludes) or globmatch(loc.rel, excludes)):
             plan.skipped.append((loc.shown, "excluded by pattern"))
             return
         plan.files.setdefault(loc.shown, loc)

@@ -3,24 +3,42 @@ glob patterns, and progress and cancellation while a large tree is walked in a w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import anyio
 import anyio.from_thread
-from wcmatch import glob as wglob
 
 from coretools.errors import ToolError
 from coretools.server.ignore import IgnoreOptions
 from coretools.server.workspace import DirEntry, Location, WalkBounds, WalkReport, Workspace
 from coretools.tools.base import ToolContext
 
-GLOB_FLAGS = wglob.GLOBSTAR | wglob.BRACE | wglob.EXTGLOB | wglob.DOTGLOB | wglob.NEGATE | wglob.GLOBSTARLONG
 PROGRESS_EVERY = 2000
 
 
-def glob_flags(case_sensitive: bool) -> int:
-    return GLOB_FLAGS | (0 if case_sensitive else wglob.IGNORECASE)
+# wcmatch is imported on first use: it costs ~6 MB of RSS, which a server that never globs need not pay.
+def globmatch(rel: str, patterns: str | list[str], case_sensitive: bool = False) -> bool:
+    """Glob matching of a relative path: `**` (globstar), braces, extglob, dot files, `!` negation."""
+    from wcmatch import glob as wglob
+
+    flags = wglob.GLOBSTAR | wglob.BRACE | wglob.EXTGLOB | wglob.DOTGLOB | wglob.NEGATE | wglob.GLOBSTARLONG
+    if not case_sensitive:
+        flags |= wglob.IGNORECASE
+    return wglob.globmatch(rel, patterns, flags=flags)
+
+
+def glob_escape(pattern: str) -> str:
+    from wcmatch import glob as wglob
+
+    return wglob.escape(pattern)
+
+
+def name_matches(name: str, patterns: list[str]) -> bool:
+    """Match a bare file name against glob patterns (braces and extglob, dot files included)."""
+    from wcmatch import fnmatch
+
+    return fnmatch.fnmatch(name, patterns, flags=fnmatch.BRACE | fnmatch.EXTMATCH | fnmatch.DOTMATCH)
 
 
 def has_magic(pattern: str) -> bool:
@@ -87,8 +105,3 @@ def _progress(ctx: ToolContext, done: int, message: str) -> None:
 
 def relative_to(entry_rel: str, base_rel: str) -> str:
     return entry_rel[len(base_rel) + 1 :] if base_rel else entry_rel
-
-
-def matcher(patterns: list[str], case_sensitive: bool) -> Callable[[str], bool]:
-    flags = glob_flags(case_sensitive)
-    return lambda rel: wglob.globmatch(rel, patterns, flags=flags)
