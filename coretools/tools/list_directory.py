@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 
-from coretools.errors import ToolError
+from coretools.errors import ProtectedPath, ToolError
 from coretools.server.ignore import IgnoreOptions
 from coretools.server.workspace import DirEntry, Location, Workspace
 from coretools.tools.base import Tool, ToolContext, ToolResult
@@ -80,9 +80,12 @@ class ListDirectory(Tool):
         shown: list[tuple[bool, str, str]] = []
         hidden_by_rules = hidden_by_param = 0
         for entry in entries:
-            is_dir, label = self._describe(ws, node.root, loc, entry)
-            if entry.kind in ("dir", "file") and (
-                (not ws.allow_protected and _protected(entry)) or rules.decide(entry.rel, is_dir)
+            is_dir, label, target = self._describe(ws, node.root, loc, entry)
+            # A symlink is hidden if its own name or its target is ignored (as Gemini CLI does).
+            if entry.kind in ("dir", "file", "symlink") and (
+                (not ws.allow_protected and _protected(entry))
+                or rules.decide(entry.rel, is_dir)
+                or (target is not None and ws.is_ignored(target.root, target.rel, is_dir, options))
             ):
                 hidden_by_rules += 1
                 continue
@@ -116,22 +119,28 @@ class ListDirectory(Tool):
         return ToolResult.text(text, structured)
 
     @staticmethod
-    def _describe(ws: Workspace, root: int, parent: Location, entry: DirEntry) -> tuple[bool, str]:
+    def _describe(
+        ws: Workspace, root: int, parent: Location, entry: DirEntry
+    ) -> tuple[bool, str, Location | None]:
+        """`(is_dir, label, symlink target inside the workspace or None)`."""
         if entry.kind == "dir":
-            return True, f"[DIR] {entry.name}"
+            return True, f"[DIR] {entry.name}", None
         if entry.kind == "file":
-            return False, f"{entry.name} ({entry.size} bytes)"
+            return False, f"{entry.name} ({entry.size} bytes)", None
         if entry.kind == "symlink":
             try:
                 with ws.open_node(Location(root, entry.rel, ws.shown_path(root, entry.rel))) as target:
+                    where = Location(target.root, target.rel, target.path)
                     if target.is_dir:
-                        return True, f"[DIR] {entry.name} (symlink to {target.path})"
-                    return False, f"{entry.name} ({target.st.st_size} bytes, symlink to {target.path})"
+                        return True, f"[DIR] {entry.name} (symlink to {target.path})", where
+                    return False, f"{entry.name} ({target.st.st_size} bytes, symlink to {target.path})", where
+            except ProtectedPath:
+                return False, f"{entry.name} (symlink to a protected path)", None
             except ToolError as exc:
                 if exc.kind == "file_not_found":
-                    return False, f"{entry.name} (broken symlink)"
-                return False, f"{entry.name} (symlink pointing outside the workspace)"
-        return False, f"{entry.name} (special file)"
+                    return False, f"{entry.name} (broken symlink)", None
+                return False, f"{entry.name} (symlink pointing outside the workspace)", None
+        return False, f"{entry.name} (special file)", None
 
 
 def _protected(entry: DirEntry) -> bool:
