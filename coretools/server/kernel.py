@@ -75,10 +75,17 @@ def _load_openat2() -> Callable[[int, str, int, int], int] | None:
         return int(fd)
 
     # Probe once: an old kernel answers ENOSYS, a seccomp filter EPERM/ENOSYS.
+    # (The probe's directory descriptor is closed too: it used to leak one descriptor per process.)
     try:
-        fd = openat2(os.open("/", os.O_RDONLY | O_DIRECTORY | O_CLOEXEC), ".", O_PATH | O_CLOEXEC, RESOLVE_BENEATH)
+        top = os.open("/", os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     except OSError:
         return None
+    try:
+        fd = openat2(top, ".", O_PATH | O_CLOEXEC, RESOLVE_BENEATH)
+    except OSError:
+        return None
+    finally:
+        os.close(top)
     os.close(fd)
     return openat2
 

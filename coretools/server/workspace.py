@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 
 from coretools.errors import InvalidPath, OutsideWorkspace, PathError, ProtectedPath, ToolError
 from coretools.server import kernel
-from coretools.server.ignore import IgnoreOptions, IgnoreRules, SpecCache
+from coretools.server.ignore import GIT_INFO_EXCLUDE, IgnoreOptions, IgnoreRules, SpecCache
 
 MAX_PATH_BYTES = 4096
 MAX_COMPONENT_BYTES = 255
@@ -34,7 +34,7 @@ class RootError(ValueError):
 
 def is_secret_env_name(name: str) -> bool:
     """`.env`, `.env.local`, `.env.production` ... but not `.env.example` and friends."""
-    lower = name.lower()
+    lower = _protected_form(name)
     if lower == ".env":
         return True
     if lower.startswith(".env."):
@@ -42,11 +42,17 @@ def is_secret_env_name(name: str) -> bool:
     return False
 
 
+def _protected_form(name: str) -> str:
+    # Lower-cased (case-insensitive file systems) and without trailing dots and spaces, which Windows, SMB
+    # and NTFS drop (`.git.`, `.env ` name the real thing there); gemini-cli compares the same way.
+    return name.lower().rstrip(" .")
+
+
 def protected_reason(rel: str) -> str | None:
     """Why a root-relative path is protected, or None. `.git` internals and secret env files are."""
     parts = [p for p in rel.split("/") if p]
     for part in parts:
-        if part.lower() == ".git":
+        if _protected_form(part) == ".git":
             return "inside a .git directory"
     if parts and is_secret_env_name(parts[-1]):
         return "a secret environment file (.env)"
@@ -148,10 +154,15 @@ class Workspace:
         for raw in roots:
             shown = os.path.normpath(os.path.abspath(os.path.expanduser(raw)))
             real = os.path.realpath(shown)
+            fd = os.open(real, (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY | kernel.O_CLOEXEC)
+            # Take the canonical path from the descriptor itself where the platform can say: if a component
+            # was swapped for a symlink between realpath() and open(), the root is where the descriptor
+            # points, and that is what containment (and `narrowed`) must compare against.
+            real = kernel.fd_real_path(fd) or real
             if real in seen:
+                os.close(fd)
                 continue
             seen.add(real)
-            fd = os.open(real, (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY | kernel.O_CLOEXEC)
             opened.append(Root(real, shown, fd))
         self.roots: tuple[Root, ...] = tuple(opened)
         self.allow_protected = allow_protected
@@ -205,7 +216,18 @@ class Workspace:
         kept = [k for k in dict.fromkeys(kept) if os.path.isdir(k)]
         if not kept:
             return None
-        return Workspace(kept, allow_protected=self.allow_protected)
+        narrowed = Workspace(kept, allow_protected=self.allow_protected)
+        # The strings above were checked before the new roots were opened; check the opened descriptors
+        # too, so a client root swapped for a symlink to elsewhere in between cannot widen the workspace.
+        escaped = [r for r in narrowed.roots if not any(_within(r.path, mine.path) for mine in self.roots)]
+        if escaped:
+            for r in escaped:
+                os.close(r.fd)
+            narrowed.roots = tuple(r for r in narrowed.roots if r not in escaped)
+            narrowed._anchors = [kernel.Anchor(r.fd, r.path) for r in narrowed.roots]
+            if not narrowed.roots:
+                return None
+        return narrowed
 
     @property
     def primary(self) -> Root:
@@ -225,7 +247,10 @@ class Workspace:
             path = unquote(urlparse(path).path)
         if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
             raise InvalidPath("Path contains invalid characters (newlines or control characters).")
-        encoded = path.encode("utf-8", "surrogateescape")
+        try:
+            encoded = path.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate such as "\ud800" (JSON allows it): no file can have it
+            raise InvalidPath("Path is not valid Unicode (it contains an unpaired surrogate character).") from None
         if len(encoded) > MAX_PATH_BYTES:
             raise InvalidPath(f"Path is too long (maximum {MAX_PATH_BYTES} bytes).")
         for part in path.split("/"):
@@ -289,11 +314,11 @@ class Workspace:
             return InvalidPath("Path is too long.")
         return ToolError(f"{os.strerror(code) if code else exc}: {shown}", "execution_failed")
 
-    def _node(self, fd: int, root: int, fallback_rel: str) -> Node:
+    def _node(self, fd: int, root: int, fallback_rel: str, *, exempt: str | None = None) -> Node:
         st = os.fstat(fd)
         root_index, rel = self._real_rel(fd, root, fallback_rel)
         node = Node(fd, root_index, rel, self.shown_path(root_index, rel), st)
-        if not self.allow_protected:
+        if not self.allow_protected and rel != exempt:
             reason = protected_reason(rel)
             if reason:
                 node.close()
@@ -303,17 +328,31 @@ class Workspace:
     def _real_rel(self, fd: int, root: int, fallback_rel: str) -> tuple[int, str]:
         real = kernel.fd_real_path(fd)
         if real is not None:
-            for index in [root, *range(len(self.roots))]:
+            order = [root, *range(len(self.roots))]
+            for index in order:
                 rest = _strip_prefix(real, self.roots[index].path)
                 if rest is not None:
                     return index, rest
-        return root, os.path.normpath(fallback_rel).lstrip("./") if fallback_rel else ""
+            # A root renamed or moved since start-up: compare with where its descriptor is now, so the
+            # protected-path check still sees the real name behind a symlink alias (`notes -> .env`).
+            for index in order:
+                now = kernel.fd_real_path(self.roots[index].fd)
+                rest = _strip_prefix(real, now) if now else None
+                if rest is not None:
+                    return index, rest
+        # No kernel-reported path: the lexical one. (This used `.lstrip("./")`, which strips characters, not
+        # a prefix: `.env` became `env` and slipped past the protected-path check.)
+        norm = os.path.normpath(fallback_rel) if fallback_rel else "."
+        return root, "" if norm == "." else norm
 
     def open_node(self, loc: Location, *, follow: bool = True) -> Node:
         """Open anything (file, directory, special file) without reading it, for `stat` and type checks."""
+        return self._open_node(loc, follow=follow)
+
+    def _open_node(self, loc: Location, *, follow: bool = True, exempt: str | None = None) -> Node:
         flags = kernel.O_PATH if kernel.O_PATH else os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY
         fd, root = self._open(loc, flags, follow=follow)
-        return self._node(fd, root, loc.rel)
+        return self._node(fd, root, loc.rel, exempt=exempt)
 
     def stat(self, loc: Location) -> os.stat_result:
         with self.open_node(loc) as node:
@@ -334,7 +373,14 @@ class Workspace:
 
         FIFOs, sockets and devices are refused without opening them for reading, so nothing blocks.
         """
-        node = self.open_node(loc)
+        with self._open_regular(loc) as pair:
+            yield pair
+
+    @contextmanager
+    def _open_regular(self, loc: Location, *, exempt: str | None = None) -> Iterator[tuple[Node, object]]:
+        # `exempt`: the one protected root-relative path the server itself may read (.git/info/exclude for
+        # the ignore engine), and only when that is the file's real path, never through an alias.
+        node = self._open_node(loc, exempt=exempt)
         try:
             if node.is_dir:
                 raise ToolError(f"Path is a directory, not a file: {node.path}", "target_is_directory")
@@ -403,7 +449,10 @@ class Workspace:
         def load() -> bytes | None:
             loc = Location(root, rel_file, self.shown_path(root, rel_file))
             try:
-                with self.open_file(loc) as (_, handle):
+                # The server reads `.git/info/exclude` for itself (its content is never shown). The
+                # protected-path rule refused it here, so the ignore engine silently never applied it;
+                # it is waived for exactly that real path.
+                with self._open_regular(loc, exempt=GIT_INFO_EXCLUDE) as (_, handle):
                     return handle.read(1 << 20)  # type: ignore[attr-defined]
             except ToolError:
                 return None
@@ -516,28 +565,37 @@ class Workspace:
         return fd, real_root, real_parent, name
 
     def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:
+        """`mkdir -p` of `parent_rel`; returns the last directory, opened.
+
+        Each prefix is re-resolved with `open_beneath`, so `..` and in-root symlinks mean what they mean
+        everywhere else and an escaping symlink is refused; a directory is only ever created (mkdirat) in a
+        descriptor that contained resolution returned. mkdirat never follows a final symlink, so a dangling
+        link in the way is not created through: EEXIST, and the re-open still fails.
+        (This used to open `..` beneath the root instead of the current directory, refusing every `..`, and
+        it expected ELOOP for a symlinked directory where O_PATH|O_NOFOLLOW|O_DIRECTORY gives ENOTDIR, so
+        creating directories below an in-root symlinked directory failed with "File not found".)
+        """
         flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
         fd, index = kernel.open_beneath(self._anchors, root, "", flags)
         parts = [p for p in parent_rel.split("/") if p not in ("", ".")]
         try:
-            for part in parts:
-                if part == "..":
-                    nxt, index = kernel.open_beneath(self._anchors, index, "..", flags)  # refused at the root
-                else:
+            for i, part in enumerate(parts):
+                prefix = "/".join(parts[: i + 1])
+                try:
+                    nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
+                except FileNotFoundError:
                     try:
                         os.mkdir(part, 0o777, dir_fd=fd)
                     except FileExistsError:
                         pass
-                    nxt = os.open(part, flags | kernel.O_NOFOLLOW | kernel.O_CLOEXEC, dir_fd=fd)
+                    nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
                 os.close(fd)
-                fd = nxt
+                fd, index = nxt, nxt_index
         except kernel.EscapeError:
             os.close(fd)
             raise OutsideWorkspace(shown, self.root_list()) from None
         except OSError as exc:
             os.close(fd)
-            if exc.errno == errno.ELOOP:  # a symlink where a directory should be: resolve it safely
-                return self._open(Location(root, parent_rel, shown), flags)
             raise self._os_error(exc, shown) from None
         return fd, index
 
@@ -581,7 +639,9 @@ class Workspace:
                 reason = protected_reason(rel)
                 if reason:
                     raise ProtectedPath(shown, reason)
-            perm = stat.S_IMODE(st.st_mode) if st is not None else mode
+            # Keep the old permissions minus set-user/group-ID: new content must not inherit them (the kernel
+            # drops them too when an ordinary process writes to such a file).
+            perm = stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID) if st is not None else mode
             self._replace(parent_fd, name, data, perm, st, shown)
             return WriteOutcome(shown, created=st is None, previous_mode=stat.S_IMODE(st.st_mode) if st else None)
         finally:
@@ -591,12 +651,21 @@ class Workspace:
     def _replace(
         self, parent_fd: int, name: str, data: bytes, perm: int | None, old: os.stat_result | None, shown: str
     ) -> None:
-        tmp = f".{name[:200]}.{secrets.token_hex(4)}.coretools.tmp"
+        # The temp name is cut by bytes, not characters (200 characters of a multibyte name overflowed
+        # NAME_MAX: "Path is too long"). O_EXCL|O_NOFOLLOW never opens a planted file or symlink; a name
+        # already taken, by chance or by a plant, just means another random suffix.
+        stem = os.fsencode(name)[:200].decode("utf-8", "ignore")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | kernel.O_NOFOLLOW | kernel.O_CLOEXEC
-        try:
-            fd = os.open(tmp, flags, 0o666 if perm is None else 0o600, dir_fd=parent_fd)
-        except OSError as exc:
-            raise self._os_error(exc, shown) from None
+        for attempt in range(16):
+            tmp = f".{stem}.{secrets.token_hex(4)}.coretools.tmp"
+            try:
+                fd = os.open(tmp, flags, 0o666 if perm is None else 0o600, dir_fd=parent_fd)
+                break
+            except FileExistsError as exc:
+                if attempt == 15:
+                    raise self._os_error(exc, shown) from None
+            except OSError as exc:
+                raise self._os_error(exc, shown) from None
         try:
             try:
                 view = memoryview(data)
