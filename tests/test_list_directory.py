@@ -67,7 +67,7 @@ async def test_ignored_entries_are_hidden_and_counted(tree: Path) -> None:
         "[DIR] Docs",
         "[DIR] src",
         ".geminiignore (5 bytes)",
-        ".gitignore (13 bytes)",
+        ".gitignore (11 bytes)",
         "A.md (0 bytes)",
         "b.txt (5 bytes)",
     ]
