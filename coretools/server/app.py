@@ -61,16 +61,29 @@ class Workspaces:
         key = _connection_key(ctx)
         if key is not None:
             old = self._by_connection.pop(key, None)
-            if old is not None and old is not self.base:
+            if old is not None and self._owned(old):
                 old.close()
+
+    def _owned(self, workspace: Workspace) -> bool:
+        """True for a workspace made for one connection (not the shared operator or fallback one)."""
+        return workspace is not self.base and workspace is not self._fallback
 
     async def for_request(self, ctx: ServerRequestContext) -> Workspace:
         key = _connection_key(ctx)
         if key is not None and key in self._by_connection:
             return self._by_connection[key]
         workspace = await self._decide(ctx)
-        if key is not None:
-            self._by_connection[key] = workspace
+        if key is None:
+            return workspace
+        if key in self._by_connection:  # a concurrent first call of the same connection decided first
+            if self._owned(workspace):
+                workspace.close()
+            return self._by_connection[key]
+        self._by_connection[key] = workspace
+        if self._owned(workspace):
+            # A connection's own workspace holds root fds: close them when the connection (an HTTP session
+            # that ended, say) is garbage collected, not only on roots/list_changed.
+            weakref.finalize(key, workspace.close)
         return workspace
 
     async def _decide(self, ctx: ServerRequestContext) -> Workspace:

@@ -27,6 +27,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE as MAX_BODY_BYTES
+
 from coretools.tools.base import ServerConfig
 
 logger = logging.getLogger("coretools.http")
@@ -197,6 +199,149 @@ async def _send_json_error(send: Any, status: int, message: str, headers: list[t
     await send({"type": "http.response.body", "body": body})
 
 
+class CancelOnDisconnect:
+    """ASGI middleware: a stateful-session request whose client went away is cancelled, not left running.
+
+    Over the 2025-era transport the SDK keeps serving a request after the client's POST stream closes (the
+    spec lets a client resume the stream from an event store, so a disconnect is not a cancellation). This
+    server keeps no event store, so such a response can never be delivered: when the connection of a POST
+    carrying requests closes before its response was sent, this sends the session the
+    `notifications/cancelled` the client would have sent. The call's cancel scope then fires, and tools clean
+    up as for any cancellation (a shell command's processes are killed). Stateless and 2026-era requests are
+    already cancelled by the SDK when their stream closes.
+    """
+
+    def __init__(self, app: Any, path: str) -> None:
+        self.app = app
+        self.path = path.rstrip("/") or "/"
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "POST"
+            or (scope.get("path", "").rstrip("/") or "/") != self.path
+            or _header(scope, b"mcp-session-id") is None
+        ):
+            await self.app(scope, receive, send)
+            return
+        body, replay = await _buffer_body(receive, MAX_BODY_BYTES)
+        if body is None:
+            await _send_json_error(send, 413, f"Request body too large (limit {MAX_BODY_BYTES} bytes).", [])
+            return
+        request_ids = _request_ids(body)
+        if not request_ids:
+            await self.app(scope, replay, send)
+            return
+        state = {"disconnected": False, "finished": False}
+
+        async def watching_receive() -> dict:
+            message = await replay()
+            if message["type"] == "http.disconnect":
+                state["disconnected"] = True
+            return message
+
+        async def watching_send(message: dict) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                state["finished"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, watching_receive, watching_send)
+        finally:
+            if state["disconnected"] and not state["finished"]:
+                import anyio
+
+                with anyio.CancelScope(shield=True):
+                    for request_id in request_ids:
+                        await self._cancel(scope, request_id)
+
+    async def _cancel(self, scope: dict, request_id: Any) -> None:
+        import json
+
+        logger.info("client disconnected before request %r was answered; cancelling it", request_id)
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request_id, "reason": "the client disconnected"},
+            }
+        ).encode()
+        keep = (b"host", b"origin", b"mcp-session-id", b"mcp-protocol-version", b"authorization")
+        headers = [(k, v) for k, v in scope.get("headers", ()) if k in keep]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        sent = False
+
+        async def receive() -> dict:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def discard(message: dict) -> None:
+            return None
+
+        try:
+            await self.app({**scope, "headers": headers}, receive, discard)
+        except Exception:  # noqa: BLE001 - best effort: the session may be gone already
+            logger.debug("could not deliver the cancellation of %r", request_id, exc_info=True)
+
+
+def _header(scope: dict, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value
+    return None
+
+
+async def _buffer_body(receive: Any, limit: int) -> tuple[bytes | None, Any]:
+    """Read the whole request body; return it (None if over `limit` bytes) and a `receive` that replays it,
+    then passes through."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            pending: list[dict] = [message]
+            break
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > limit:
+            return None, receive
+        if not message.get("more_body", False):
+            pending = []
+            break
+    body = b"".join(chunks)
+    queue = [{"type": "http.request", "body": body, "more_body": False}, *pending]
+
+    async def replay() -> dict:
+        if queue:
+            return queue.pop(0)
+        return await receive()
+
+    return body, replay
+
+
+def _request_ids(body: bytes) -> list[Any]:
+    """The ids of the JSON-RPC requests in a POST body (none for notifications, responses or junk)."""
+    import json
+
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return []
+    messages = payload if isinstance(payload, list) else [payload]
+    return [
+        m["id"]
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("method"), str) and isinstance(m.get("id"), (str, int))
+    ]
+
+
 def build_app(config: ServerConfig, settings: HttpSettings) -> Any:
     """The ASGI app: the SDK's streamable HTTP app for our server, behind the bearer check if configured."""
     from coretools.server.app import build_server
@@ -209,6 +354,8 @@ def build_app(config: ServerConfig, settings: HttpSettings) -> Any:
         transport_security=transport_security(settings),
         host=settings.host,
     )
+    if not settings.stateless:
+        app = CancelOnDisconnect(app, settings.path)
     if settings.token is not None:
         app = BearerAuth(app, settings.token)
     return app
