@@ -1,0 +1,126 @@
+"""The memory file save_memory appends to (default `~/.gemini/GEMINI.md`).
+
+This is the one file outside the workspace roots that a tool writes, and it is not a path the model
+chooses: the operator sets it (`--memory-file`) or the default applies. So it does not go through the
+Workspace; this module does its I/O, and nothing else.
+
+Saves are serialised by a process-wide lock plus an exclusive `flock` on a lock file beside the memory
+file (other server processes), then written atomically: temp file in the same directory, fsync, rename,
+fsync of the directory. Concurrent saves therefore all land, and a reader never sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import stat
+import tempfile
+import threading
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+HEADER = "## Gemini Added Memories"
+_HEADER_LINE = re.compile(r"^## Gemini Added Memories[ \t]*$", re.MULTILINE)
+_LEADING_BULLETS = re.compile(r"^(?:-+\s*|[*+]\s+)+")
+_PROCESS_LOCK = threading.Lock()
+
+
+def default_path() -> Path:
+    home = os.path.expanduser("~")
+    base = Path(home) if home and home != "~" else Path(tempfile.gettempdir())
+    return base / ".gemini" / "GEMINI.md"
+
+
+def shown(path: Path) -> str:
+    """The path with the home directory written as `~`."""
+    home = os.path.expanduser("~")
+    text = str(path)
+    if home not in ("", "~", "/") and text.startswith(home.rstrip("/") + "/"):
+        return "~" + text[len(home.rstrip("/")) :]
+    return text
+
+
+def sanitize(fact: str) -> str:
+    """One line, no leading list bullets, no angle brackets (which could open markup in the file)."""
+    text = "".join(" " if not ch.isprintable() else ch for ch in fact)  # line breaks and control characters
+    text = " ".join(text.split())
+    text = _LEADING_BULLETS.sub("", text)
+    text = text.replace("<", " ").replace(">", " ")
+    return " ".join(text.split())
+
+
+def with_fact(content: str, fact: str) -> str:
+    """`content` with `- fact` added at the end of the memories section (created at the end if missing)."""
+    item = f"- {fact}"
+    match = _HEADER_LINE.search(content)
+    if match is None:
+        if not content or content.endswith("\n\n"):
+            separator = ""
+        elif content.endswith("\n"):
+            separator = "\n"
+        else:
+            separator = "\n\n"
+        return f"{content}{separator}{HEADER}\n{item}\n"
+    head_end = match.end()
+    section_end = content.find("\n## ", head_end)
+    if section_end < 0:
+        section_end = len(content)
+    body = content[head_end:section_end].rstrip()
+    after = content[section_end:]
+    updated = content[:head_end] + body + "\n" + item + ("\n" + after if after else "")
+    return updated.rstrip() + "\n"
+
+
+def append_fact(path: Path, fact: str) -> Path:
+    """Add a (sanitised) fact to the memory file at `path`; returns the file actually written (a symlinked
+    memory file is updated at its target). Raises OSError on failure."""
+    real = Path(os.path.realpath(path))
+    with _PROCESS_LOCK:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        lock_fd = os.open(real.parent / f".{real.name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            if fcntl is not None:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            try:
+                old = real.read_bytes().decode("utf-8", "replace")
+                mode = stat.S_IMODE(real.stat().st_mode)
+            except FileNotFoundError:
+                old, mode = "", None
+            _replace(real, with_fact(old, fact).encode("utf-8"), mode)
+        finally:
+            os.close(lock_fd)  # releases the flock
+    return real
+
+
+def _replace(path: Path, data: bytes, mode: int | None) -> None:
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666 if mode is None else 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if mode is not None:
+                os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

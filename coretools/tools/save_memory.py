@@ -1,0 +1,85 @@
+"""save_memory: remember a fact across sessions by appending it to the user's GEMINI.md memory file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from coretools.errors import ToolError
+from coretools.server import memory_file
+from coretools.tools.base import Tool, ToolContext, ToolResult
+
+
+class SaveMemory(Tool):
+    name = "save_memory"
+    title = "Save memory"
+    description = (
+        "Saves a specific piece of information or fact to your long-term memory (a list under "
+        "'## Gemini Added Memories' in the user's GEMINI.md memory file, loaded in later sessions).\n\n"
+        "Use this tool:\n"
+        "- When the user explicitly asks you to remember something (e.g. 'Remember that I like pineapple on "
+        "pizza').\n"
+        "- When the user states a clear, concise fact about themselves, their preferences or their environment "
+        "that seems important to retain for future interactions.\n\n"
+        "Do NOT use this tool:\n"
+        "- To remember conversational context that is only relevant for the current session.\n"
+        "- To save long, complex or rambling pieces of text. The fact should be short and to the point.\n"
+        "- If you are unsure whether the information is worth remembering long-term; ask the user.\n\n"
+        "The fact is stored as one line: line breaks become spaces, leading list bullets and angle brackets "
+        "are removed."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "fact": {
+                "type": "string",
+                "description": "The specific fact or piece of information to remember. Should be a clear, "
+                "self-contained statement.",
+            }
+        },
+        "required": ["fact"],
+    }
+    read_only = False
+    destructive = False
+    idempotent = False
+    open_world = False
+
+    @classmethod
+    def add_arguments(cls, parser) -> None:  # noqa: ANN001
+        parser.add_argument(
+            "--memory-file",
+            metavar="PATH",
+            help="the file save_memory appends to (default: ~/.gemini/GEMINI.md)",
+        )
+
+    def memory_path(self) -> Path:
+        configured = self.config.opt("memory_file")
+        return Path(configured).expanduser().absolute() if configured else memory_file.default_path()
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        fact = memory_file.sanitize(args["fact"])
+        if not fact:
+            raise ToolError(
+                'Parameter "fact" must be a non-empty string (after removing line breaks, list bullets and angle '
+                "brackets, nothing was left).",
+                "invalid_tool_params",
+            )
+        path = self.memory_path()
+        try:
+            written = await anyio.to_thread.run_sync(memory_file.append_fact, path, fact)
+        except OSError as exc:
+            detail = f"{exc.strerror or exc} ({memory_file.shown(Path(exc.filename or path))})"
+            raise ToolError(
+                f"Failed to save memory. Detail: {detail}. The operator can choose another file with --memory-file.",
+                "memory_tool_execution_error",
+            ) from None
+        message = f'Okay, I\'ve remembered that: "{fact}"'
+        return ToolResult.text(
+            f"{message} (saved in {memory_file.shown(written)}).",
+            {"success": True, "message": message, "file": str(written)},
+        )
+
+
+TOOL = SaveMemory
