@@ -9,7 +9,7 @@ import anyio
 
 from coretools.errors import ToolError
 from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import Location, WalkReport
+from coretools.server.workspace import Location, WalkReport, Workspace
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.walking import (
     glob_escape,
@@ -79,8 +79,8 @@ class Glob(Tool):
                 if not local.startswith(scope.shown.rstrip("/") + "/"):
                     continue
                 local = local[len(scope.shown.rstrip("/")) + 1 :]
-            if not has_magic(local):
-                local = glob_escape(local)
+            if not has_magic(local) or _literal_exists(ws, scope.loc, local):
+                local = glob_escape(local)  # a name such as 'file[1].txt' that exists is meant literally
             prefix, rest = split_literal_prefix(local)
             start = scope.loc
             if prefix:
@@ -120,6 +120,13 @@ class Glob(Tool):
         if report.truncated:
             text += f"\n(The walk was bounded: {report.truncated}.)"
         return ToolResult.text(text, {"files": shown, "total": len(paths), "ignored": report.ignored})
+
+
+def _literal_exists(ws: Workspace, base: Location, pattern: str) -> bool:
+    try:
+        return ws.exists(ws.locate(pattern, base=base))
+    except ToolError:
+        return False
 
 
 TOOL = Glob

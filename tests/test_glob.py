@@ -1,0 +1,226 @@
+"""glob: matching (globstar, braces, extglob, case), ordering by recency, ignore rules, roots and errors."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import call_tool, text_of
+
+pytestmark = pytest.mark.anyio
+
+OLD = time.time() - 10 * 24 * 3600  # well outside the 24-hour "recent" window
+
+
+async def glob(roots: Path | list[Path], pattern: str, *flags: str, **extra):
+    return await call_tool(roots, "glob", {"pattern": pattern, **extra}, *flags)
+
+
+def paths(result) -> list[str]:
+    """The listed absolute paths, in order."""
+    return [line for line in text_of(result).splitlines()[1:] if line.startswith("/")]
+
+
+def make(root: Path, *names: str, mtime: float | None = OLD) -> None:
+    for name in names:
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(name)
+        if mtime is not None:
+            os.utime(p, (mtime, mtime))
+
+
+async def test_globstar_finds_files_at_every_depth(root: Path) -> None:
+    make(root, "a.py", "src/b.py", "src/deep/er/c.py", "src/readme.md")
+    result = await glob(root, "**/*.py")
+    assert not result.is_error
+    assert paths(result) == [str(root / "a.py"), str(root / "src/b.py"), str(root / "src/deep/er/c.py")]
+    assert text_of(result).startswith(
+        f'Found 3 file(s) matching "**/*.py" within {root}, sorted by modification time (newest first):'
+    )
+    assert result.structured["files"] == paths(result)
+
+
+async def test_pattern_without_slash_matches_only_at_the_top(root: Path) -> None:
+    make(root, "a.py", "src/b.py")
+    assert paths(await glob(root, "*.py")) == [str(root / "a.py")]
+
+
+async def test_pattern_with_literal_directory_prefix(root: Path) -> None:
+    make(root, "src/app/x.ts", "src/app/sub/y.ts", "src/other/z.ts", "lib/app/w.ts")
+    assert paths(await glob(root, "src/app/**/*.ts")) == [str(root / "src/app/sub/y.ts"), str(root / "src/app/x.ts")]
+
+
+async def test_recent_files_first_newest_first_then_alphabetical(root: Path) -> None:
+    now = time.time()
+    make(root, "old_b.txt", "old_a.txt", "old_c.txt")
+    make(root, "new1.txt", mtime=now - 3600)
+    make(root, "new2.txt", mtime=now - 60)
+    make(root, "new3.txt", mtime=now - 7200)
+    result = await glob(root, "*.txt")
+    assert paths(result) == [
+        str(root / "new2.txt"),
+        str(root / "new1.txt"),
+        str(root / "new3.txt"),
+        str(root / "old_a.txt"),
+        str(root / "old_b.txt"),
+        str(root / "old_c.txt"),
+    ]
+
+
+async def test_case_insensitive_by_default_and_sensitive_on_request(root: Path) -> None:
+    make(root, "Upper.PY", "lower.py")
+    assert paths(await glob(root, "*.py")) == [str(root / "Upper.PY"), str(root / "lower.py")]
+    assert paths(await glob(root, "*.py", case_sensitive=True)) == [str(root / "lower.py")]
+    assert paths(await glob(root, "*.PY", case_sensitive=True)) == [str(root / "Upper.PY")]
+
+
+async def test_braces_and_extglob(root: Path) -> None:
+    make(root, "a.md", "b.txt", "c.rst", "test_x.py", "x_test.py", "main.py")
+    assert paths(await glob(root, "*.{md,txt}")) == [str(root / "a.md"), str(root / "b.txt")]
+    assert paths(await glob(root, "@(test_*|*_test).py")) == [str(root / "test_x.py"), str(root / "x_test.py")]
+    assert paths(await glob(root, "!(*test*).py")) == [str(root / "main.py")]
+    assert paths(await glob(root, "?.rst")) == [str(root / "c.rst")]
+
+
+async def test_dotfiles_are_matched(root: Path) -> None:
+    make(root, ".eslintrc.json", "package.json")
+    assert paths(await glob(root, "*.json")) == [str(root / ".eslintrc.json"), str(root / "package.json")]
+
+
+async def test_literal_name_with_brackets(root: Path) -> None:
+    make(root, "file[1].txt", "file1.txt", "(draft) notes.md")
+    assert paths(await glob(root, "file[1].txt")) == [str(root / "file[1].txt")]
+    assert paths(await glob(root, "(draft) notes.md")) == [str(root / "(draft) notes.md")]
+    # Without a literal match, brackets are a character class.
+    assert paths(await glob(root, "file[0-9].txt")) == [str(root / "file1.txt")]
+
+
+async def test_absolute_pattern_inside_the_root(root: Path) -> None:
+    make(root, "src/a.py", "src/b.js")
+    assert paths(await glob(root, f"{root}/src/*.py")) == [str(root / "src/a.py")]
+
+
+async def test_absolute_pattern_outside_every_root_finds_nothing(root: Path) -> None:
+    result = await glob(root, f"{root.parent}/root-evil/*")
+    assert not result.is_error
+    assert "No files found" in text_of(result)
+    assert "secret" not in text_of(result)
+
+
+async def test_dotdot_pattern_does_not_escape(root: Path) -> None:
+    result = await glob(root, "../root-evil/*.txt")
+    assert "secret.txt" not in text_of(result)
+
+
+async def test_no_match_message(root: Path) -> None:
+    make(root, "a.py")
+    result = await glob(root, "*.zig")
+    assert not result.is_error
+    assert text_of(result) == f'No files found matching pattern "*.zig" within {root}.'
+    assert result.structured["files"] == []
+
+
+async def test_ignored_files_are_skipped_and_counted(root: Path) -> None:
+    (root / ".gitignore").write_text("*.log\ngen/\n")
+    (root / ".geminiignore").write_text("secret.txt\n")
+    make(root, "keep.txt", "secret.txt", "a.log", "gen/x.txt", "node_modules/pkg/index.txt", "dist/out.txt")
+    result = await glob(root, "**/*.txt")
+    assert paths(result) == [str(root / "keep.txt")]
+    assert "additional files were ignored" in text_of(result)
+    assert result.structured["ignored"] >= 3
+
+
+async def test_respect_git_ignore_false(root: Path) -> None:
+    (root / ".gitignore").write_text("*.log\n")
+    (root / ".geminiignore").write_text("hidden.log\n")
+    make(root, "a.log", "hidden.log", "node_modules/m.log")
+    result = await glob(root, "**/*.log", respect_git_ignore=False)
+    # .gitignore is off; .geminiignore and the default excludes still apply.
+    assert paths(result) == [str(root / "a.log")]
+
+
+async def test_no_match_mentions_ignored_count(root: Path) -> None:
+    (root / ".gitignore").write_text("*.log\n")
+    make(root, "a.log")
+    text = text_of(await glob(root, "*.log"))
+    assert text.startswith('No files found matching pattern "*.log"')
+    assert "(1 files were ignored)" in text
+
+
+async def test_directory_symlinks_are_not_followed(root: Path, tmp_path: Path) -> None:
+    make(root, "real/a.py")
+    os.symlink(root / "real", root / "loop")
+    os.symlink(root, root / "real" / "back")  # a cycle
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.py").write_text("")
+    os.symlink(outside, root / "out")
+    assert paths(await glob(root, "**/*.py")) == [str(root / "real/a.py")]
+
+
+async def test_only_files_are_returned(root: Path) -> None:
+    (root / "pkg.py").mkdir()
+    make(root, "mod.py")
+    assert paths(await glob(root, "*.py")) == [str(root / "mod.py")]
+
+
+async def test_several_roots_are_all_searched(root: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    make(root, "a.md")
+    make(other, "b.md")
+    result = await glob([root, other], "*.md")
+    assert paths(result) == [str(other / "b.md"), str(root / "a.md")]  # older files: by full path
+    assert 'across 2 workspace directories' in text_of(result)
+    none = await glob([root, other], "*.nope")
+    assert text_of(none) == 'No files found matching pattern "*.nope" across 2 workspace directories.'
+
+
+async def test_path_narrows_to_one_directory(root: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    make(root, "a.md", "docs/b.md")
+    make(other, "c.md")
+    assert paths(await glob([root, other], "*.md", path=str(root / "docs"))) == [str(root / "docs/b.md")]
+    assert paths(await glob([root, other], "*.md", path=str(other))) == [str(other / "c.md")]
+    assert paths(await glob([root, other], "*.md", path="docs")) == [str(root / "docs/b.md")]
+
+
+async def test_path_errors(root: Path) -> None:
+    make(root, "f.txt")
+    not_dir = await glob(root, "*", path=str(root / "f.txt"))
+    assert not_dir.is_error
+    assert text_of(not_dir) == f"Search path is not a directory: {root / 'f.txt'}"
+    missing = await glob(root, "*", path=str(root / "missing"))
+    assert missing.is_error
+    assert str(root / "missing") in text_of(missing)
+    outside = await glob(root, "*", path=str(root.parent / "root-evil"))
+    assert outside.is_error
+    assert "Path not in workspace" in text_of(outside)
+    up = await glob(root, "*", path="..")
+    assert up.is_error and "Path not in workspace" in text_of(up)
+
+
+async def test_empty_pattern(root: Path) -> None:
+    result = await glob(root, "   ")
+    assert result.is_error
+    assert text_of(result) == "The 'pattern' parameter cannot be empty."
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        ({}, "params must have required property 'pattern'"),
+        ({"pattern": "*", "case_sensitive": "yes"}, "params/case_sensitive must be a boolean"),
+        ({"pattern": ["*"]}, "params/pattern must be a string"),
+        ({"pattern": "*", "dir_path": "."}, "unknown parameter 'dir_path'"),
+    ],
+)
+async def test_parameter_validation(root: Path, args: dict, needle: str) -> None:
+    result = await call_tool(root, "glob", args)
+    assert result.is_error
+    assert needle in text_of(result)
