@@ -13,7 +13,8 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -607,11 +608,14 @@ class Workspace:
         create_parents: bool = True,
         must_not_exist: bool = False,
         mode: int | None = None,
+        expect: os.stat_result | None = None,
     ) -> WriteOutcome:
         """Replace (or create) a file atomically: temp file beside it, fsync, rename over it.
 
         A reader sees the old content or the new, never a mix; a crash leaves at most a stray temp file.
         A symlink at the target is followed only if it resolves inside a root; the real file is replaced.
+        `expect` (the stat of the file as it was read) refuses the write if the file was replaced or changed
+        on disk since; `must_not_exist` never replaces a file that appears meanwhile (hard-link, not rename).
         """
         parent_fd, root, parent_rel, name = self._parent_of(loc, create=create_parents)
         try:
@@ -622,17 +626,27 @@ class Workspace:
             if st is not None and stat.S_ISLNK(st.st_mode):
                 os.close(parent_fd)
                 parent_fd = -1
-                with self.open_node(loc) as target:  # follows the link, contained; dangling -> not found
+                try:
+                    target = self.open_node(loc)  # follows the link, contained
+                except PathError as exc:
+                    if exc.kind != "file_not_found":
+                        raise
+                    raise _dangling_link(loc.shown) from None
+                with target:
                     if not target.is_file:
                         raise ToolError(f"Symlink target is not a regular file: {loc.shown}", "file_write_failure")
                     real = Location(target.root, target.rel, target.path)
-                return self.write_atomic(real, data, create_parents=False, must_not_exist=must_not_exist, mode=mode)
+                return self.write_atomic(
+                    real, data, create_parents=False, must_not_exist=must_not_exist, mode=mode, expect=expect
+                )
             if st is not None and stat.S_ISDIR(st.st_mode):
                 raise ToolError(f"Path is a directory, not a file: {loc.shown}", "target_is_directory")
             if st is not None and not stat.S_ISREG(st.st_mode):
                 raise ToolError(f"Not a regular file ({_kind_name(st.st_mode)}): {loc.shown}", "file_write_failure")
             if st is not None and must_not_exist:
                 raise ToolError(f"File already exists: {loc.shown}", "attempt_to_create_existing_file")
+            if expect is not None:
+                _check_unchanged(st, expect, loc.shown)
             rel = f"{parent_rel}/{name}" if parent_rel else name
             shown = self.shown_path(root, rel)
             if not self.allow_protected:
@@ -642,14 +656,23 @@ class Workspace:
             # Keep the old permissions minus set-user/group-ID: new content must not inherit them (the kernel
             # drops them too when an ordinary process writes to such a file).
             perm = stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID) if st is not None else mode
-            self._replace(parent_fd, name, data, perm, st, shown)
+            self._replace(parent_fd, name, data, perm, st, shown, no_replace=must_not_exist, expect=expect)
             return WriteOutcome(shown, created=st is None, previous_mode=stat.S_IMODE(st.st_mode) if st else None)
         finally:
             if parent_fd >= 0:
                 os.close(parent_fd)
 
     def _replace(
-        self, parent_fd: int, name: str, data: bytes, perm: int | None, old: os.stat_result | None, shown: str
+        self,
+        parent_fd: int,
+        name: str,
+        data: bytes,
+        perm: int | None,
+        old: os.stat_result | None,
+        shown: str,
+        *,
+        no_replace: bool = False,
+        expect: os.stat_result | None = None,
     ) -> None:
         # The temp name is cut by bytes, not characters (200 characters of a multibyte name overflowed
         # NAME_MAX: "Path is too long"). O_EXCL|O_NOFOLLOW never opens a planted file or symlink; a name
@@ -682,7 +705,16 @@ class Workspace:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+            if expect is not None:  # once more, as late as possible: the temp file took time to write
+                try:
+                    now = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    now = None
+                _check_unchanged(now, expect, shown)
+            if no_replace:
+                _link_no_replace(parent_fd, tmp, name, shown)
+            else:
+                os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
         except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=parent_fd)
@@ -692,6 +724,115 @@ class Workspace:
                 raise self._os_error(exc, shown) from None
             raise
         _fsync_dir(parent_fd)
+
+    # -- edits: per-file serialisation (issue 3, editing tools) ---------------------------------------
+
+    def edit_key(self, loc: Location) -> str:
+        """The canonical absolute path of the file `loc` names, following a contained symlink at the target
+        as `write_atomic` does. It names the file across atomic replacements (an inode would not) and is the
+        same in every Workspace of this process, so it can key a process-wide lock."""
+        try:
+            parent_fd, root, parent_rel, name = self._parent_of(loc, create=False)
+        except PathError as exc:
+            if exc.kind != "file_not_found":
+                raise
+            return os.path.normpath(os.path.join(self.roots[loc.root].path, loc.rel))
+        try:
+            st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        except OSError:
+            st = None
+        finally:
+            os.close(parent_fd)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            try:
+                with self.open_node(loc) as target:
+                    return os.path.join(self.roots[target.root].path, target.rel)
+            except PathError:
+                pass  # dangling or escaping: the write will refuse it; key the link itself
+        rel = f"{parent_rel}/{name}" if parent_rel else name
+        return os.path.join(self.roots[root].path, rel)
+
+    def lock_edit(self, loc: Location, *, cancelled: Callable[[], object] | None = None) -> EditLock:
+        """Take the process-wide lock of the file `loc` names (blocking; `cancelled` is called while waiting
+        and may raise to give up). Read-modify-write under it; release with `.release()`."""
+        return _EDIT_LOCKS.acquire(self.edit_key(loc), cancelled)
+
+
+class EditLock:
+    def __init__(self, registry: _KeyedLocks, key: str, entry: list) -> None:
+        self._registry, self.key, self._entry = registry, key, entry
+
+    def release(self) -> None:
+        if self._entry is not None:
+            entry, self._entry = self._entry, None
+            entry[0].release()
+            self._registry.unref(self.key, entry)
+
+
+class _KeyedLocks:
+    """One lock per key, created on demand and dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, list] = {}  # key -> [Lock, users]
+
+    def acquire(self, key: str, cancelled: Callable[[], object] | None, poll: float = 0.05) -> EditLock:
+        with self._guard:
+            entry = self._locks.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            while not entry[0].acquire(timeout=poll):
+                if cancelled is not None:
+                    cancelled()
+        except BaseException:
+            self.unref(key, entry)
+            raise
+        return EditLock(self, key, entry)
+
+    def unref(self, key: str, entry: list) -> None:
+        with self._guard:
+            entry[1] -= 1
+            if entry[1] == 0 and self._locks.get(key) is entry:
+                del self._locks[key]
+
+
+_EDIT_LOCKS = _KeyedLocks()
+
+
+def _check_unchanged(st: os.stat_result | None, expect: os.stat_result, shown: str) -> None:
+    same = st is not None and (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
+        expect.st_dev, expect.st_ino, expect.st_size, expect.st_mtime_ns
+    )
+    if not same:
+        raise ToolError(
+            f"File changed on disk while it was being edited (another program wrote, moved or deleted it): "
+            f"{shown}. Nothing was written. Read the file again and redo the edit.",
+            "file_write_failure",
+        )
+
+
+def _link_no_replace(parent_fd: int, tmp: str, name: str, shown: str) -> None:
+    try:
+        os.link(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise ToolError(f"File already exists: {shown}", "attempt_to_create_existing_file") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
+            raise
+        os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)  # no hard links here
+        return
+    os.unlink(tmp, dir_fd=parent_fd)
+
+
+def _dangling_link(shown: str) -> ToolError:
+    return ToolError(
+        f"Cannot write {shown}: it is a symbolic link whose target does not exist (a dangling link). Nothing was "
+        "written. Write to the link's intended target path instead, or remove the link first.",
+        "file_write_failure",
+    )
+
+
+# -- end of the issue-3 block -------------------------------------------------------------------------
 
 
 def _fsync_dir(dir_fd: int) -> None:

@@ -1,0 +1,278 @@
+"""replace: exact, literal text replacement in one file, atomic and faithful to its encoding and line endings."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+import anyio
+
+from coretools.errors import ToolError
+from coretools.server.workspace import Location, Workspace
+from coretools.tools import textedit as te
+from coretools.tools.base import Tool, ToolContext, ToolResult
+
+_UNESCAPES = (("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\'", "'"), ("\\`", "`"), ("\\\\", "\\"))
+
+
+class Replace(Tool):
+    name = "replace"
+    title = "Edit file (replace text)"
+    description = (
+        "Replaces text within a file. By default replaces a single occurrence; set `expected_replacements` to "
+        "replace that many occurrences (the count must match exactly, or nothing is changed). Always read the file "
+        "first (read_file) to get the exact text.\n\n"
+        "1. `old_string` must be the exact literal text to replace, including all whitespace and indentation, and "
+        "must not be escaped. Include at least 3 lines of context before and after the change so it matches only "
+        "where you intend.\n"
+        "2. `new_string` is the exact literal replacement (`$` and backslashes are literal). Do not use omission "
+        "placeholders such as '// ... rest of methods ...'.\n"
+        "3. An empty `old_string` creates a new file with `new_string` as its content (the file must not exist).\n\n"
+        "The edit is atomic. The file keeps its encoding (UTF-8, with or without BOM, or UTF-16/32 with BOM), its "
+        "line endings (an `old_string` written with LF also matches a CRLF file) and its permissions; a file that "
+        "is not valid text in one of these encodings is refused rather than rewritten. When nothing matches, the "
+        "error shows the most similar lines of the file. The result shows the changed region and a unified diff."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "file_path": {
+                "type": "string",
+                "description": "The absolute path of the file to modify (e.g. '/home/user/project/file.txt'). A "
+                "relative path is resolved against the primary workspace root. Must be inside the workspace.",
+            },
+            "old_string": {
+                "type": "string",
+                "description": "The exact literal text to replace, unescaped, with at least 3 lines of context "
+                "before and after the target so that it identifies the place uniquely. Empty to create a new file.",
+            },
+            "new_string": {
+                "type": "string",
+                "description": "The exact literal text to replace `old_string` with, unescaped, with the correct "
+                "whitespace and indentation. Provide complete code: no omission placeholders.",
+            },
+            "expected_replacements": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+                "description": "How many occurrences of `old_string` to replace (default 1). The file must contain "
+                "exactly this many, or nothing is changed.",
+            },
+            "modified_by_user": {
+                "type": "boolean",
+                "description": "Set by the client when the user edited the proposed `new_string` before it was "
+                "applied; the result then says so.",
+            },
+        },
+        "required": ["file_path", "old_string", "new_string"],
+    }
+    read_only = False
+    destructive = True
+    idempotent = False
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        if te.confirm_enabled(config):
+            self.description = Replace.description + te.CONFIRM_NOTE
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        te.add_confirm_argument(parser)
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        ws = ctx.workspace
+        old_string: str = args["old_string"]
+        new_string: str = args["new_string"]
+        loc = ws.locate(args["file_path"])
+        if old_string and te.to_lf(old_string) == te.to_lf(new_string):
+            raise ToolError(
+                f"No changes to apply. The old_string and new_string are identical in file: {loc.shown}. Nothing "
+                "was changed; put the current text in old_string and the text you want instead in new_string.",
+                "edit_no_change",
+            )
+        found = te.placeholder_line(new_string)
+        if found is not None and found not in old_string:
+            raise ToolError(
+                f"`new_string` contains an omission placeholder ({found!r}) that is not in old_string: it looks like "
+                "code was left out. Nothing was changed. Provide the exact literal replacement text.",
+                "invalid_tool_params",
+            )
+        async with te.edit_lock(ws, loc):
+            plan = await anyio.to_thread.run_sync(self._plan, ws, loc, args)
+            await te.confirm(ctx, plan, self.name)
+            outcome = await anyio.to_thread.run_sync(te.apply, ws, plan)
+        plan.path = outcome.path
+        count = args["expected_replacements"]
+        if plan.created:
+            headline = f"Created new file: {outcome.path} with provided content."
+        else:
+            headline = f"Successfully modified file: {outcome.path} ({_plural(count, 'replacement')})."
+        extra = []
+        if args.get("modified_by_user"):
+            extra.append(f"User modified the `new_string` content to be: {te.echo(new_string)}.")
+        return te.result(plan, outcome, headline, extra)
+
+    def _plan(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> te.Plan:
+        old_string: str = args["old_string"]
+        new_string: str = args["new_string"]
+        existing = te.read_existing(ws, loc)
+        path = loc.shown
+        if existing is None:
+            if old_string:
+                raise ToolError(
+                    f"File not found: {path}. Cannot apply the edit because the file does not exist. To create a new "
+                    "file, call replace with an empty old_string and the whole content as new_string, or use "
+                    "write_file. To edit an existing file, check the path (list_directory or glob can find it).",
+                    "file_not_found",
+                )
+            plan = te.Plan(loc, path, "", new_string, te.encode(new_string, te.UTF8, path), created=True,
+                           must_not_exist=True)
+            plan.spans = te.align("", new_string, [(0, 0, 0, len(new_string))]) if new_string else []
+            plan.render()
+            return plan
+        st, data = existing
+        if not old_string:
+            raise ToolError(
+                f"File already exists, cannot create: {path}. An empty old_string means 'create a new file'. To "
+                "change this file, pass the exact text to replace as old_string (read it first with read_file), or "
+                "use write_file to overwrite it entirely.",
+                "attempt_to_create_existing_file",
+            )
+        try:
+            text, codec = te.decode(data)
+        except te.NotText as exc:
+            raise ToolError(
+                f"Cannot edit {path}: {exc.why}. replace only edits text it can write back exactly as it was read, "
+                "so nothing was changed. To replace the whole file use write_file (it writes UTF-8); to edit it in "
+                "its own encoding, use run_shell_command with a tool that understands it.",
+                "edit_preparation_failure",
+            ) from None
+        del data
+        matches, newline_at = _find(text, old_string)
+        expected = args["expected_replacements"]
+        if not matches:
+            raise ToolError(_no_match_message(path, text, old_string), "edit_no_occurrence_found")
+        if len(matches) != expected:
+            lines = _line_numbers(text, [s for s, _ in matches[:10]])
+            where = ", ".join(map(str, lines)) + (", ..." if len(matches) > 10 else "")
+            raise ToolError(
+                f"Failed to edit, expected {_plural(expected, 'occurrence')} but found {len(matches)} for old_string "
+                f"in file: {path}. Nothing was changed. The occurrences start on line(s) {where}. To replace all of "
+                f"them, set expected_replacements to {len(matches)}; to change only one, include more surrounding "
+                "lines in old_string so that it matches exactly once.",
+                "edit_expected_occurrence_mismatch",
+            )
+        new_lf = te.to_lf(new_string)
+        new, raw = _substitute(text, matches, lambda s, e: te.with_newline(new_lf, newline_at(s, e)))
+        new, raw = _keep_final_newline(text, new, raw, te.dominant_newline(text) or "\n")
+        if new == text:
+            raise ToolError(
+                f"No changes to apply. The new content is identical to the current content in file: {path}. "
+                "Nothing was changed.",
+                "edit_no_change",
+            )
+        plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st)
+        plan.notes = te.style_notes(codec, te.dominant_newline(text))
+        plan.spans = te.align(text, new, raw)
+        plan.render()
+        return plan
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _find_all(text: str, needle: str) -> list[tuple[int, int]]:
+    out = []
+    pos = text.find(needle)
+    while pos >= 0:
+        out.append((pos, pos + len(needle)))
+        pos = text.find(needle, pos + len(needle))
+    return out
+
+
+def _find(text: str, old_string: str):
+    """Non-overlapping occurrences of `old_string` in `text`, any line break in `old_string` matching the file's
+    (LF, CRLF, or either in a mixed file); and, per occurrence, the line break its replacement should use."""
+    old_lf = te.to_lf(old_string)
+    crlf = text.count("\r\n")
+    if not crlf:
+        return _find_all(text, old_lf), lambda s, e: "\n"
+    if crlf == text.count("\n"):
+        return _find_all(text, old_lf.replace("\n", "\r\n")), lambda s, e: "\r\n"
+    pattern = re.compile("\r?\n".join(re.escape(part) for part in old_lf.split("\n")))
+    dominant = te.dominant_newline(text) or "\n"
+
+    def newline_at(s: int, e: int) -> str:
+        first = text.find("\n", s, e)
+        if first < 0:
+            return dominant
+        return "\r\n" if first > s and text[first - 1] == "\r" else "\n"
+
+    return [m.span() for m in pattern.finditer(text)], newline_at
+
+
+def _substitute(text: str, matches: list[tuple[int, int]], replacement) -> tuple[str, list[tuple[int, int, int, int]]]:
+    pieces: list[str] = []
+    raw: list[tuple[int, int, int, int]] = []
+    pos = npos = 0
+    for s, e in matches:
+        pieces.append(text[pos:s])
+        npos += s - pos
+        rep = replacement(s, e)
+        pieces.append(rep)
+        raw.append((s, e, npos, npos + len(rep)))
+        npos += len(rep)
+        pos = e
+    pieces.append(text[pos:])
+    return "".join(pieces), raw
+
+
+def _keep_final_newline(old: str, new: str, raw: list, newline: str) -> tuple[str, list]:
+    """A file that ended without a line break does not gain one, and one that had it does not lose it, when the
+    last replacement reaches the end of the file."""
+    if not old or not new or not raw or raw[-1][1] != len(old):
+        return new, raw
+    s, e, ns, ne = raw[-1]
+    if old.endswith("\n") and not new.endswith("\n"):
+        return new + newline, [*raw[:-1], (s, e, ns, ne + len(newline))]
+    if not old.endswith("\n") and new.endswith("\n"):
+        cut = 2 if new.endswith("\r\n") else 1
+        if ne - ns >= cut:
+            return new[:-cut], [*raw[:-1], (s, e, ns, ne - cut)]
+        return new[:-cut], [*raw[:-1], (s - cut, e, ns - cut, ne - cut)]
+    return new, raw
+
+
+def _line_numbers(text: str, positions: list[int]) -> list[int]:
+    out, line, last = [], 1, 0
+    for pos in positions:
+        line += text.count("\n", last, pos)
+        last = pos
+        out.append(line)
+    return out
+
+
+def _no_match_message(path: str, text: str, old_string: str) -> str:
+    parts = [
+        f"Failed to edit, 0 occurrences found for old_string in {path}. No edits made: the exact text in old_string "
+        "was not found. Ensure you're not escaping content incorrectly and check whitespace, indentation, and "
+        "context; old_string must match the file literally."
+    ]
+    unescaped = old_string
+    for escaped, plain in _UNESCAPES:
+        unescaped = unescaped.replace(escaped, plain)
+    if unescaped != old_string and _find(text, unescaped)[0]:
+        parts.append("old_string looks over-escaped: written with real newlines, tabs and quotes instead of \\n, \\t "
+                     "and \\\" it does occur in the file. Send the literal text.")
+    similar = te.similar_lines(text, old_string)
+    if similar:
+        parts.append(similar)
+        parts.append("Copy the exact text from these lines into old_string (without the line numbers).")
+    else:
+        parts.append("Nothing in the file resembles it; use read_file to see the current content.")
+    return "\n".join(parts)
+
+
+TOOL = Replace

@@ -1,0 +1,117 @@
+"""write_file: create or overwrite a whole file, atomically, keeping its encoding, line endings and mode."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import anyio
+
+from coretools.errors import ToolError
+from coretools.server.workspace import Location, Workspace
+from coretools.tools import textedit as te
+from coretools.tools.base import Tool, ToolContext, ToolResult
+
+
+class WriteFile(Tool):
+    name = "write_file"
+    title = "Write file"
+    description = (
+        "Writes content to a file, replacing it entirely if it exists and creating it (and any missing parent "
+        "directories inside the workspace) if it does not. The write is atomic: the file is never left half-written. "
+        "An existing file keeps its encoding (UTF-8, with or without BOM, or UTF-16/32 with BOM), its line-ending "
+        "style (CRLF or LF) and its permissions; nothing is appended to the content. Provide the complete file: "
+        "content with an omission placeholder line such as '// ... rest of methods ...' is refused. To change part "
+        "of a file, prefer the 'replace' tool. The result shows the changed region and a unified diff."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "file_path": {
+                "type": "string",
+                "description": "The absolute path of the file to write (e.g. '/home/user/project/file.txt'). A "
+                "relative path is resolved against the primary workspace root. Must be inside the workspace.",
+            },
+            "content": {
+                "type": "string",
+                "description": "The complete content to write. Do not use omission placeholders like "
+                "'(rest of methods ...)', '...', or 'unchanged code'; provide complete literal content.",
+            },
+            "modified_by_user": {
+                "type": "boolean",
+                "description": "Set by the client when the user edited the proposed content before it was "
+                "written; the result then says so.",
+            },
+        },
+        "required": ["file_path", "content"],
+    }
+    read_only = False
+    destructive = True
+    idempotent = True
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        if te.confirm_enabled(config):
+            self.description = WriteFile.description + te.CONFIRM_NOTE
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        te.add_confirm_argument(parser)
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        ws = ctx.workspace
+        content: str = args["content"]
+        loc = ws.locate(args["file_path"])
+        found = te.placeholder_line(content)
+        if found is not None:
+            raise ToolError(
+                f"`content` contains an omission placeholder ({found!r}): it looks like part of the file was left "
+                "out. Nothing was written. Provide the complete file content, or use 'replace' to change only part "
+                "of the file.",
+                "invalid_tool_params",
+            )
+        async with te.edit_lock(ws, loc):
+            plan = await anyio.to_thread.run_sync(self._plan, ws, loc, content)
+            if plan.unchanged:
+                return ToolResult.text(f"No changes: {plan.path} already has exactly this content; nothing was written.")
+            await te.confirm(ctx, plan, self.name)
+            outcome = await anyio.to_thread.run_sync(te.apply, ws, plan)
+        plan.path = outcome.path
+        if plan.created:
+            headline = f"Successfully created and wrote to new file: {outcome.path}."
+        else:
+            headline = f"Successfully overwrote file: {outcome.path}."
+        extra = []
+        if args.get("modified_by_user"):
+            extra.append(f"User modified the `content` to be: {te.echo(content)}")
+        return te.result(plan, outcome, headline, extra)
+
+    def _plan(self, ws: Workspace, loc: Location, content: str) -> te.Plan:
+        existing = te.read_existing(ws, loc)
+        path = loc.shown
+        if existing is None:
+            plan = te.Plan(loc, path, "", content, te.encode(content, te.UTF8, path), created=True)
+            plan.spans = te.align("", content, [(0, 0, 0, len(content))]) if content else []
+            plan.render()
+            return plan
+        st, data = existing
+        notes: list[str] = []
+        try:
+            old, codec = te.decode(data)
+        except te.NotText as exc:
+            old, codec = data.decode("utf-8", "replace"), te.UTF8
+            notes.append(f"The previous content was not text this tool could keep as it was ({exc.why}); the new "
+                         "content was written as UTF-8.")
+        newline = te.dominant_newline(old)
+        new = te.with_newline(content, newline) if newline else content
+        if codec.bom and new.startswith("\ufeff"):
+            new = new[1:]  # the byte-order mark is written once, as the file had it
+        plan = te.Plan(loc, path, old, new, te.encode(new, codec, path), created=False, expect=st)
+        plan.notes = notes + te.style_notes(codec, newline)
+        plan.unchanged = plan.data == data
+        plan.spans = te.whole_file_spans(old, new)
+        plan.render()
+        return plan
+
+
+TOOL = WriteFile
