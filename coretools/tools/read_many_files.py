@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,7 +197,7 @@ class ReadManyFiles(Tool):
                     if kind.kind in ("image", "audio", "pdf"):
                         ext = extension(node.rel)
                         stem = node.rel.rsplit("/", 1)[-1][: -len(ext) or None].lower()
-                        if not any(ext in p or (stem and stem in p) for p in lowered):
+                        if not any(_names_extension(p, ext) or (stem and stem in p) for p in lowered):
                             plan.skipped.append(
                                 (node.path, "asset file (image/pdf/audio) was not explicitly requested by name or extension")
                             )
@@ -240,6 +241,16 @@ class ReadManyFiles(Tool):
             tail += "\n\n" + _skipped_text(plan.skipped)
         blocks.append(text_block(tail))
         return ToolResult(blocks, {"files": read, "skipped": _skipped_struct(plan.skipped)})
+
+
+def _names_extension(pattern: str, ext: str) -> bool:
+    """Does a (lower-cased) pattern ask for this extension: `*.png`, or a brace list such as `*.{png,md}`?"""
+    if not ext:
+        return False
+    if ext in pattern:
+        return True
+    bare = re.escape(ext[1:])
+    return re.search(rf"\.\{{(?:[^}}]*,)?{bare}(?:,[^}}]*)?\}}", pattern) is not None
 
 
 def _skipped_text(skipped: list[tuple[str, str]], limit: int = 50) -> str:
