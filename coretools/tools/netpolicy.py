@@ -212,7 +212,7 @@ def classify(ip: IPAddress) -> tuple[str, str]:
         inner = _embedded_ipv4(ip)
         if inner is not None:
             klass, what = classify(inner)
-            return klass, f"{what} (wrapped in IPv6 as {ip})"
+            return klass, f"{inner} wrapped in IPv6, {what}"
     if ip in METADATA_ADDRESSES:
         return BLOCKED, "a cloud metadata address"
     if ip.is_link_local:
@@ -269,12 +269,18 @@ def check_hop(target: Target, addresses: list[IPAddress], *, allow_private: bool
                 "local URL directly if you meant to."
             )
         public = public or klass == PUBLIC
-    return Hop(target, [str(ip) for ip in addresses], public)
+    return Hop(target, [str(_dialled(ip)) for ip in addresses], public)
+
+
+def _dialled(ip: IPAddress) -> IPAddress:
+    """The address to connect to: an IPv4-mapped IPv6 address is dialled as the IPv4 address it maps (what
+    the kernel would do anyway), so the socket goes to exactly the address that was classified."""
+    return ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip
 
 
 def refuse_name(target: Target) -> None:
     if target.ip is None and is_metadata_name(target.host):
-        raise Refused(f"Refused {target.url}: {target.host} is a cloud metadata host name; metadata services are "
+        raise Refused(f"Refused {target.url}: {target.host.rstrip('.')} is a cloud metadata host name; metadata services are "
                       "never fetched.")
 
 
