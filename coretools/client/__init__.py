@@ -1,0 +1,102 @@
+"""The client bridge: Gemini's (and OpenAI-shaped) function calling over many MCP servers.
+
+Depends on ``mcp`` (and ``httpx2``) only; ``google-genai`` is optional. It never imports the
+server side of this package.
+
+Typical use::
+
+    async with Bridge.from_config("mcp.json") as bridge:
+        result = await run_rest(bridge, "What is in README.md?", model="gemini-2.5-flash", api_key=key)
+        print(result.text)
+"""
+
+from .bridge import Bridge, PublishedTool, ServerFailure, list_all_tools
+from .config import ConfigError, ServerConfig, load_config, parse_config
+from .convert import (
+    CallLedger,
+    Media,
+    ToolOutcome,
+    declaration_from_openai,
+    function_declaration,
+    function_response_content,
+    function_response_part,
+    gemini_tools_to_openai,
+    native_tool_calls_event,
+    openai_tool,
+    openai_tools_to_gemini,
+    outcome_from_result,
+    tool_choice_to_tool_config,
+    tool_config,
+    tool_config_to_tool_choice,
+    tool_result_to_function_response,
+)
+from .history import (
+    PLACEHOLDER_SIGNATURE,
+    StreamAccumulator,
+    anthropic_messages_to_gemini,
+    function_calls,
+    openai_messages_to_gemini,
+    response_text,
+)
+from .loop import (
+    CodeAssistBackend,
+    GeminiHTTPError,
+    GenaiBackend,
+    RestBackend,
+    RunResult,
+    run_code_assist,
+    run_genai,
+    run_loop,
+    run_rest,
+)
+from .names import NAME_PATTERN, publish_names, sanitize_part
+from .schema import coerce_arguments, sanitize_schema, to_json_profile, to_openapi_profile
+
+__all__ = [
+    "NAME_PATTERN",
+    "PLACEHOLDER_SIGNATURE",
+    "Bridge",
+    "CallLedger",
+    "CodeAssistBackend",
+    "ConfigError",
+    "GeminiHTTPError",
+    "GenaiBackend",
+    "Media",
+    "PublishedTool",
+    "RestBackend",
+    "RunResult",
+    "ServerConfig",
+    "ServerFailure",
+    "StreamAccumulator",
+    "ToolOutcome",
+    "anthropic_messages_to_gemini",
+    "coerce_arguments",
+    "declaration_from_openai",
+    "function_calls",
+    "function_declaration",
+    "function_response_content",
+    "function_response_part",
+    "gemini_tools_to_openai",
+    "list_all_tools",
+    "load_config",
+    "native_tool_calls_event",
+    "openai_messages_to_gemini",
+    "openai_tool",
+    "openai_tools_to_gemini",
+    "outcome_from_result",
+    "parse_config",
+    "publish_names",
+    "response_text",
+    "run_code_assist",
+    "run_genai",
+    "run_loop",
+    "run_rest",
+    "sanitize_part",
+    "sanitize_schema",
+    "to_json_profile",
+    "to_openapi_profile",
+    "tool_choice_to_tool_config",
+    "tool_config",
+    "tool_config_to_tool_choice",
+    "tool_result_to_function_response",
+]

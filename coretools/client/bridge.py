@@ -1,0 +1,447 @@
+"""The bridge: many MCP servers behind one published tool list and one ``call``.
+
+Each server gets a supervisor task that opens its transport and ``ClientSession``, keeps them
+while the bridge is open, and closes them itself: anyio requires a cancel scope (which every
+transport holds) to be left by the task that entered it, the mistake behind the
+"exit cancel scope in a different task" reports of several multi-server clients. Servers start
+concurrently; one that fails is recorded in :attr:`Bridge.failures` (alias, reason, the tail of
+its stderr) and the others carry on.
+
+Every way a model can ask for a tool (Gemini ``functionCall`` parts, OpenAI ``tool_calls``,
+calls parsed from model text) ends in :meth:`Bridge.call`, which looks the published name up in
+the name map, fixes argument types against the server's own schema, applies the server's
+timeout and returns a :class:`~coretools.client.convert.ToolOutcome`. It never raises for a
+tool-level problem: unknown names, refused calls, timeouts, transport failures and ``isError``
+results all come back as error outcomes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp.types as mcp_types
+from mcp import ClientSession, MCPError
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from .config import ServerConfig, load_config
+from .convert import (
+    ToolOutcome,
+    error_outcome,
+    function_declaration,
+    function_response_content,
+    gemini_tools,
+    openai_tool,
+    openai_tool_message,
+    outcome_from_result,
+)
+from .history import function_calls
+from .names import PrefixMode, publish_names, should_prefix
+from .schema import Profile, coerce_arguments
+from .stdio import StdioServerProcess
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+logger = logging.getLogger(__name__)
+
+MAX_LIST_PAGES = 1000
+"""A server whose ``tools/list`` never stops paginating is cut off here."""
+
+Confirm = Callable[["PublishedTool", dict[str, Any]], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class ServerFailure:
+    """A server that could not be used, with what it said on stderr."""
+
+    alias: str
+    reason: str
+    stderr_tail: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.alias}: {self.reason}"
+        if self.stderr_tail.strip():
+            text += "\n  stderr: " + self.stderr_tail.strip().replace("\n", "\n          ")
+        return text
+
+
+@dataclass(frozen=True)
+class PublishedTool:
+    """One tool as published: its portable name and where calls to it go."""
+
+    name: str
+    alias: str
+    tool: mcp_types.Tool
+    trusted: bool = False
+    _declarations: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def original_name(self) -> str:
+        return self.tool.name
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.tool.input_schema
+
+    @property
+    def description(self) -> str:
+        return self.tool.description or self.tool.title or ""
+
+    def declaration(self, profile: Profile = "json") -> dict[str, Any]:
+        """The Gemini ``FunctionDeclaration`` dict (sanitised once per profile, then reused)."""
+        if profile not in self._declarations:
+            self._declarations[profile] = function_declaration(
+                self.name, self.description, self.input_schema, profile=profile
+            )
+        return dict(self._declarations[profile])
+
+
+class _Server:
+    """Runtime state of one configured server, owned by its supervisor task."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.process: StdioServerProcess | None = None
+        self.session: ClientSession | None = None
+        self.tools: list[mcp_types.Tool] = []
+        self.settled = anyio.Event()
+        self.stop = anyio.Event()
+        self.failure: ServerFailure | None = None
+        self.changes_send, self.changes_receive = anyio.create_memory_object_stream[None](1)
+
+    def stderr_tail(self) -> str:
+        return self.process.stderr_tail() if self.process is not None else ""
+
+
+class Bridge:
+    """Connects to MCP servers and publishes their tools under portable, unique names.
+
+    Use as ``async with Bridge(configs) as bridge:`` (or :meth:`from_config`).
+
+    * ``prefix``: ``auto`` (``alias__tool`` when more than one server is connected),
+      ``always`` or ``never``.
+    * ``connect_timeout``: seconds for one server's handshake and first tool listing.
+    * ``reserved_names``: names the host uses itself; tools never get published under them.
+    * ``confirm``: called before running a tool of a server without ``trust: true``; when it
+      returns false the call becomes an error outcome ("declined").
+    * ``protocol``: the MCP client handshake; ``legacy`` (the ``initialize`` handshake every
+      current host uses) is the only mode whose ``tools/list_changed`` the bridge follows.
+    """
+
+    def __init__(
+        self,
+        servers: Sequence[ServerConfig],
+        *,
+        prefix: PrefixMode = "auto",
+        connect_timeout: float = 30.0,
+        reserved_names: Iterable[str] = (),
+        confirm: Confirm | None = None,
+        client_info: mcp_types.Implementation | None = None,
+    ) -> None:
+        aliases = [s.alias for s in servers]
+        if len(set(aliases)) != len(aliases):
+            raise ValueError(f"duplicate server aliases: {aliases}")
+        should_prefix(prefix, 0)  # validates the mode
+        self.prefix = prefix
+        self.connect_timeout = connect_timeout
+        self.reserved_names = frozenset(reserved_names)
+        self.confirm = confirm
+        self.client_info = client_info or mcp_types.Implementation(name="coretools-bridge", version="0.1.0")
+        self._servers = [_Server(config) for config in servers]
+        self._published: dict[str, PublishedTool] = {}
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self.tools_version = 0
+        """Increases whenever the published tool list is rebuilt (start, ``tools/list_changed``)."""
+
+    @classmethod
+    def from_config(
+        cls, path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None, **options: Any
+    ) -> Bridge:
+        return cls(load_config(path, environ=environ), **options)
+
+    # ---------------------------------------------------------------------------------- lifecycle
+
+    async def __aenter__(self) -> Bridge:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Start every server concurrently and wait until each is connected or has failed."""
+        if self._task_group is not None:
+            raise RuntimeError("the bridge is already started")
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        try:
+            for server in self._servers:
+                task_group.start_soon(self._supervise, server, name=f"mcp-server:{server.config.alias}")
+            for server in self._servers:
+                await server.settled.wait()
+        except BaseException:
+            await self.aclose()
+            raise
+        self._publish()
+
+    async def aclose(self) -> None:
+        """Close every session and stop every server process (and whatever they started)."""
+        task_group, self._task_group = self._task_group, None
+        if task_group is None:
+            return
+        for server in self._servers:
+            server.stop.set()
+        await task_group.__aexit__(None, None, None)
+
+    async def _supervise(self, server: _Server) -> None:
+        alias = server.config.alias
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(server, stack))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._notification_handler(server), client_info=self.client_info)
+                )
+                with anyio.fail_after(self.connect_timeout):
+                    await session.initialize()
+                    server.tools = await list_all_tools(session)
+                server.session = session
+                server.settled.set()
+                logger.info("%s: connected, %d tools", alias, len(server.tools))
+                async with anyio.create_task_group() as inner:
+                    inner.start_soon(self._follow_changes, server)
+                    await server.stop.wait()
+                    inner.cancel_scope.cancel()
+        except Exception as exc:
+            reason = _describe(exc)
+            if server.session is None:
+                exit_code = server.process.returncode if server.process is not None else None
+                if isinstance(exc, TimeoutError):
+                    reason = f"no answer to the MCP handshake within {self.connect_timeout:g} s"
+                elif exit_code is not None:
+                    reason = f"the server exited with code {exit_code} before the handshake completed ({reason})"
+                server.failure = ServerFailure(alias, reason, server.stderr_tail())
+                logger.warning("MCP server %s", server.failure)
+            else:
+                logger.warning("%s: connection ended with an error: %s", alias, reason)
+        finally:
+            server.session = None
+            server.settled.set()
+
+    def _transport(self, server: _Server, stack: AsyncExitStack) -> Any:
+        config = server.config
+        if config.transport == "stdio":
+            assert config.command is not None
+            server.process = StdioServerProcess(
+                config.command, config.args, env=config.env, cwd=config.cwd, label=config.alias
+            )
+            return server.process.connect()
+        assert config.url is not None
+        if config.transport == "sse":
+            return sse_client(config.url, headers=dict(config.headers))
+        http_client = create_mcp_http_client(headers=dict(config.headers))
+        stack.push_async_callback(http_client.aclose)
+        return streamable_http_client(config.url, http_client=http_client)
+
+    def _notification_handler(self, server: _Server) -> Callable[[Any], Awaitable[None]]:
+        async def handle(message: Any) -> None:
+            # Runs on the session's read loop: never send requests from here, only signal.
+            if isinstance(message, mcp_types.ToolListChangedNotification):
+                try:
+                    server.changes_send.send_nowait(None)
+                except anyio.WouldBlock:
+                    pass  # a re-listing is already pending and will see this change too
+            elif isinstance(message, Exception):
+                logger.warning("%s: transport error: %s", server.config.alias, message)
+
+        return handle
+
+    async def _follow_changes(self, server: _Server) -> None:
+        async for _ in server.changes_receive:
+            session = server.session
+            if session is None:
+                return
+            try:
+                with anyio.fail_after(self.connect_timeout):
+                    server.tools = await list_all_tools(session)
+            except Exception as exc:
+                logger.warning("%s: re-listing tools failed: %s", server.config.alias, _describe(exc))
+                continue
+            logger.info("%s: tool list changed, now %d tools", server.config.alias, len(server.tools))
+            self._publish()
+
+    def _publish(self) -> None:
+        connected = [s for s in self._servers if s.session is not None]
+        prefixed = should_prefix(self.prefix, len(connected))
+        entries = [(s, tool) for s in connected for tool in s.tools if s.config.allows(tool.name)]
+        names = publish_names(
+            [(s.config.alias, tool.name) for s, tool in entries], prefixed=prefixed, reserved=self.reserved_names
+        )
+        published: dict[str, PublishedTool] = {}
+        for server, tool in entries:
+            name = names[(server.config.alias, tool.name)]
+            published.setdefault(name, PublishedTool(name, server.config.alias, tool, server.config.trust))
+        self._published = published
+        self.tools_version += 1
+
+    # ---------------------------------------------------------------------------------- queries
+
+    @property
+    def failures(self) -> list[ServerFailure]:
+        return [s.failure for s in self._servers if s.failure is not None]
+
+    @property
+    def connected(self) -> list[str]:
+        """Aliases of the servers with a live session."""
+        return [s.config.alias for s in self._servers if s.session is not None]
+
+    @property
+    def server_pids(self) -> dict[str, int]:
+        """Process ids of the stdio servers that were started."""
+        return {s.config.alias: s.process.pid for s in self._servers if s.process is not None and s.process.pid}
+
+    @property
+    def tools(self) -> list[PublishedTool]:
+        return list(self._published.values())
+
+    def lookup(self, name: str) -> PublishedTool | None:
+        return self._published.get(name)
+
+    def function_declarations(self, profile: Profile = "json") -> list[dict[str, Any]]:
+        return [tool.declaration(profile) for tool in self._published.values()]
+
+    def gemini_tools(self, profile: Profile = "json") -> list[dict[str, Any]]:
+        """The request's ``tools`` value for the REST API (plain dicts)."""
+        return gemini_tools(self.function_declarations(profile))
+
+    def genai_tools(self, profile: Profile = "json") -> list[Any]:
+        """The same as ``google.genai.types.Tool`` objects (needs the ``genai`` extra)."""
+        from .genai_types import to_genai_tools
+
+        return to_genai_tools(self.gemini_tools(profile))
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return [openai_tool(d) for d in self.function_declarations("json")]
+
+    # ---------------------------------------------------------------------------------- calls
+
+    async def call(self, name: str, arguments: Any = None, *, call_id: str | None = None) -> ToolOutcome:
+        """Run the tool published as ``name``; every failure becomes an error outcome."""
+        tool = self._published.get(name)
+        if tool is None:
+            return error_outcome(name, f"Unknown tool: {name}", call_id=call_id)
+        server = next(s for s in self._servers if s.config.alias == tool.alias)
+        session = server.session
+        if session is None:
+            return error_outcome(name, f"the MCP server '{tool.alias}' is not connected", call_id=call_id)
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return error_outcome(name, f"arguments must be a JSON object, got {type(arguments).__name__}", call_id=call_id)
+        arguments = coerce_arguments(tool.input_schema, arguments)
+        if self.confirm is not None and not tool.trusted and not await self.confirm(tool, arguments):
+            return error_outcome(name, "the user declined to run this tool", call_id=call_id)
+        timeout = server.config.timeout
+        try:
+            # The SDK's own request timeout fires first and tells the server to cancel; the
+            # outer scope only guards against a transport that stops answering altogether.
+            with anyio.move_on_after(timeout + 5) as guard:
+                result = await session.call_tool(tool.original_name, arguments, read_timeout_seconds=timeout)
+            if guard.cancelled_caught:
+                return error_outcome(name, f"timed out after {timeout:g} s", call_id=call_id)
+        except MCPError as exc:
+            if exc.code == mcp_types.REQUEST_TIMEOUT:
+                return error_outcome(name, f"timed out after {timeout:g} s", call_id=call_id)
+            return error_outcome(name, f"MCP error {exc.code}: {exc.message}", call_id=call_id)
+        except Exception as exc:
+            return error_outcome(name, _describe(exc), call_id=call_id)
+        return outcome_from_result(name, result, call_id=call_id)
+
+    async def call_many(self, calls: Sequence[tuple[str, Any, str | None]]) -> list[ToolOutcome]:
+        """Run ``(name, arguments, call_id)`` calls concurrently; outcomes in the given order."""
+        outcomes: list[ToolOutcome | None] = [None] * len(calls)
+
+        async def run(index: int, name: str, arguments: Any, call_id: str | None) -> None:
+            outcomes[index] = await self.call(name, arguments, call_id=call_id)
+
+        async with anyio.create_task_group() as task_group:
+            for index, (name, arguments, call_id) in enumerate(calls):
+                task_group.start_soon(run, index, name, arguments, call_id)
+        return [o for o in outcomes if o is not None]
+
+    async def dispatch(
+        self, content: Mapping[str, Any], *, include_ids: bool = True, multimodal: bool = False
+    ) -> dict[str, Any] | None:
+        """Answer a model ``Content``: run all its ``functionCall``s, return the ``user`` turn.
+
+        ``None`` when the content has no calls. ``include_ids=False`` leaves call ids out of
+        the responses (Vertex rejects them); ``multimodal`` nests images inside the responses
+        (Gemini 3) instead of adding them as sibling parts.
+        """
+        calls = function_calls(content)
+        if not calls:
+            return None
+        outcomes = await self.call_many([(c.get("name", ""), c.get("args"), c.get("id")) for c in calls])
+        return function_response_content(outcomes, include_ids=include_ids, multimodal=multimodal)
+
+    async def call_openai(self, tool_calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Answer OpenAI ``tool_calls`` with ``role: tool`` messages, in call order.
+
+        ``arguments`` is a JSON string that the model may have botched; such a call gets an
+        error message back instead of being run.
+        """
+        pending: list[tuple[int, str, Any, str | None]] = []
+        outcomes: list[ToolOutcome | None] = [None] * len(tool_calls)
+        for index, tool_call in enumerate(tool_calls):
+            function = tool_call.get("function") or {}
+            name = function.get("name", "")
+            raw = function.get("arguments")
+            try:
+                arguments = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
+            except ValueError as exc:
+                outcomes[index] = error_outcome(name, f"the arguments are not valid JSON ({exc}): {raw[:200]!r}")
+                continue
+            pending.append((index, name, arguments, tool_call.get("id")))
+        results = await self.call_many([(name, args, cid) for _, name, args, cid in pending])
+        for (index, *_), outcome in zip(pending, results):
+            outcomes[index] = outcome
+        return [openai_tool_message(o, tc.get("id", "")) for o, tc in zip(outcomes, tool_calls) if o is not None]
+
+
+async def list_all_tools(session: ClientSession) -> list[mcp_types.Tool]:
+    """Every page of ``tools/list`` (the SDK's client validates results only for listed tools)."""
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    else:
+        logger.warning("tools/list still paginating after %d pages; using what was listed", MAX_LIST_PAGES)
+    return tools
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line reason, looking inside exception groups for the first real error."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return f"MCP error {exc.code}: {exc.message}"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

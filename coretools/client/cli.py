@@ -1,0 +1,215 @@
+"""Command-line entry points of the bridge, for the main CLI to mount.
+
+``register(subparsers)`` adds:
+
+* ``client tools --config mcp.json [--format gemini|openai] [--profile json|openapi]``: start
+  the servers, print the merged, prefixed, sanitised declarations (no model needed: the way to
+  check a config), report servers that failed on stderr;
+* ``client call NAME [JSON] --config mcp.json``: run one tool by its published name and print
+  the ``functionResponse``;
+* ``chat --config mcp.json --model NAME``: an interactive terminal chat with Gemini over the
+  servers' tools (key from ``GEMINI_API_KEY``, endpoint from ``GOOGLE_GEMINI_BASE_URL``).
+
+Each subcommand's ``func(args) -> int`` is its exit code: 0 success, 1 a tool or server
+failed (the output is still printed), 2 a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from .bridge import Bridge, PublishedTool
+from .config import ConfigError, load_config
+from .convert import function_response_part
+from .loop import GEMINI_BASE_URL, GeminiHTTPError, run_rest, supports_multimodal_function_responses
+from .names import PREFIX_MODES
+from .schema import PROFILES
+
+TOOL_STYLES = ("json", "xml", "auto")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``client`` (``tools``, ``call``) and ``chat`` subcommands to an argparse subparsers object."""
+    client = subparsers.add_parser("client", help="use MCP servers' tools through the Gemini bridge")
+    client_commands = client.add_subparsers(dest="client_command", metavar="{tools,call}")
+    client_commands.required = True
+
+    tools = client_commands.add_parser("tools", help="print the merged, prefixed, sanitised tool declarations")
+    _add_bridge_options(tools)
+    tools.add_argument("--format", choices=("gemini", "openai"), default="gemini", help="declaration shape (default gemini)")
+    tools.add_argument("--profile", choices=PROFILES, default="json", help="schema profile for --format gemini (default json)")
+    tools.set_defaults(func=tools_command)
+
+    call = client_commands.add_parser("call", help="run one tool by its published name")
+    _add_bridge_options(call)
+    call.add_argument("name", help="the published tool name, e.g. fs__read_file")
+    call.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object (default {})")
+    call.add_argument("--format", choices=("json", "text"), default="json", help="print the functionResponse (json) or plain text")
+    call.set_defaults(func=call_command)
+
+    chat = subparsers.add_parser("chat", help="chat with Gemini in the terminal, using the MCP servers' tools")
+    _add_bridge_options(chat)
+    chat.add_argument("--model", required=True, help="Gemini model, e.g. gemini-2.5-flash")
+    chat.add_argument("--tool-style", choices=TOOL_STYLES, default="auto", help="json: native function calling (auto picks json)")
+    chat.add_argument("--profile", choices=PROFILES, default="json", help="schema profile for the declarations")
+    chat.add_argument("--system", default=None, help="a system instruction")
+    chat.add_argument("--max-turns", type=int, default=20, help="model requests per question (default 20)")
+    chat.add_argument("--no-stream", action="store_true", help="use generateContent instead of SSE streaming")
+    chat.add_argument("--yes", action="store_true", help="run tools of untrusted servers without asking")
+    chat.set_defaults(func=chat_command)
+
+
+def _add_bridge_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default="mcp.json", help="the mcp.json to load (default ./mcp.json)")
+    parser.add_argument("--prefix", choices=PREFIX_MODES, default="auto", help="alias__ prefixes: auto (several servers), always, never")
+    parser.add_argument("--connect-timeout", type=float, default=30.0, help="seconds per server to connect (default 30)")
+
+
+def _load(args: argparse.Namespace) -> Bridge | None:
+    try:
+        configs = load_config(args.config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    return Bridge(configs, prefix=args.prefix, connect_timeout=args.connect_timeout)
+
+
+def _report_failures(bridge: Bridge) -> None:
+    for failure in bridge.failures:
+        print(f"warning: MCP server {failure}", file=sys.stderr)
+
+
+def tools_command(args: argparse.Namespace) -> int:
+    bridge = _load(args)
+    if bridge is None:
+        return 2
+
+    async def main() -> int:
+        async with bridge:
+            _report_failures(bridge)
+            tools = bridge.openai_tools() if args.format == "openai" else bridge.gemini_tools(args.profile)
+            print(json.dumps(tools, indent=2, ensure_ascii=False))
+            return 1 if bridge.failures else 0
+
+    return anyio.run(main)
+
+
+def call_command(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments)
+    except ValueError as exc:
+        print(f"error: the arguments are not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(arguments, dict):
+        print("error: the arguments must be a JSON object", file=sys.stderr)
+        return 2
+    bridge = _load(args)
+    if bridge is None:
+        return 2
+
+    async def main() -> int:
+        async with bridge:
+            _report_failures(bridge)
+            if bridge.lookup(args.name) is None:
+                names = ", ".join(t.name for t in bridge.tools) or "none"
+                print(f"error: no tool named {args.name!r}; published: {names}", file=sys.stderr)
+                return 2
+            outcome = await bridge.call(args.name, arguments)
+            if args.format == "text":
+                print(outcome.as_text())
+            else:
+                print(json.dumps(function_response_part(outcome, multimodal=True), indent=2, ensure_ascii=False))
+            return 0 if outcome.ok else 1
+
+    return anyio.run(main)
+
+
+def chat_command(args: argparse.Namespace) -> int:
+    if args.tool_style == "xml":
+        print("error: --tool-style xml is not available yet; use json (native function calling)", file=sys.stderr)
+        return 2
+    api_key = os.environ.get("GEMINI_API_KEY")
+    if not api_key:
+        print("error: set GEMINI_API_KEY", file=sys.stderr)
+        return 2
+    base_url = os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_BASE_URL
+    bridge = _load(args)
+    if bridge is None:
+        return 2
+    lines = _LineReader()
+
+    async def confirm(tool: PublishedTool, arguments: dict[str, Any]) -> bool:
+        print(f"? run {tool.name} {json.dumps(arguments, ensure_ascii=False)} [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = await lines.read()
+        return (answer or "").strip().lower() in ("y", "yes")
+
+    if not args.yes:
+        bridge.confirm = confirm
+
+    def on_event(kind: str, payload: Any) -> None:
+        if kind == "text":
+            print(payload, end="", flush=True)
+        elif kind == "tool_call":
+            print(f"\n> {payload.get('name')} {json.dumps(payload.get('args') or {}, ensure_ascii=False)}", file=sys.stderr, flush=True)
+        elif kind == "tool_result":
+            response = payload["functionResponse"]["response"]
+            status = "error: " + str(response["error"]) if "error" in response else "ok"
+            print(f"< {payload['functionResponse']['name']}: {status[:200]}", file=sys.stderr, flush=True)
+
+    async def main() -> int:
+        async with bridge:
+            _report_failures(bridge)
+            print(f"{len(bridge.tools)} tools from {', '.join(bridge.connected) or 'no servers'}; /exit to quit", file=sys.stderr)
+            history: list[dict[str, Any]] = []
+            interactive = sys.stdin.isatty()
+            while True:
+                if interactive:
+                    print("you> ", end="", file=sys.stderr, flush=True)
+                line = await lines.read()
+                if line is None or line.strip() in ("/exit", "/quit"):
+                    return 0
+                if not line.strip():
+                    continue
+                if line.strip() == "/tools":
+                    print("\n".join(t.name for t in bridge.tools), file=sys.stderr)
+                    continue
+                history.append({"role": "user", "parts": [{"text": line.rstrip("\n")}]})
+                try:
+                    result = await run_rest(
+                        bridge,
+                        history,
+                        model=args.model,
+                        api_key=api_key,
+                        base_url=base_url,
+                        stream=not args.no_stream,
+                        profile=args.profile,
+                        system_instruction=args.system,
+                        max_turns=args.max_turns,
+                        multimodal=supports_multimodal_function_responses(args.model),
+                        on_event=on_event,
+                    )
+                except GeminiHTTPError as exc:
+                    print(f"\nerror: {exc}", file=sys.stderr)
+                    history.pop()
+                    continue
+                print(flush=True)
+                if not result.completed:
+                    print(f"(stopped after {args.max_turns} model requests)", file=sys.stderr)
+                history = result.contents
+
+    return anyio.run(main)
+
+
+class _LineReader:
+    """Reads stdin lines in a worker thread (prompts and confirmations share one reader)."""
+
+    async def read(self) -> str | None:
+        line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        return line if line else None

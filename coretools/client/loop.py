@@ -1,0 +1,388 @@
+"""Ready-made function-calling loops: model -> tools -> model until the model answers in text.
+
+One loop (:func:`run_loop`) over interchangeable backends, each of which sends a REST-shaped
+request body and returns the model's turn:
+
+* :class:`RestBackend`: ``models/{model}:generateContent``, or ``:streamGenerateContent?alt=sse``
+  with ``stream=True``, over ``httpx2`` (API key in ``x-goog-api-key``).
+* :class:`CodeAssistBackend`: the envelope Gemini CLI's OAuth path speaks,
+  ``{model, project, request: {...}}`` to ``v1internal:generateContent`` /
+  ``:streamGenerateContent?alt=sse``, answers under ``response`` (bearer token).
+* :class:`GenaiBackend`: a ``google.genai`` client (``client.aio.models``).
+
+The history is a list of camelCase ``Content`` dicts. Model turns go in verbatim (see
+:mod:`coretools.client.history`), tool answers are built by :meth:`Bridge.dispatch`. The tool
+list is re-read from the bridge every turn, so a server's ``tools/list_changed`` takes effect
+on the next request. The helpers :func:`run_rest`, :func:`run_code_assist` and
+:func:`run_genai` build the backend and run the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx2
+
+from .bridge import Bridge
+from .history import StreamAccumulator, function_calls, response_text
+from .schema import Profile
+
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
+CODE_ASSIST_BASE_URL = "https://cloudcode-pa.googleapis.com"
+DEFAULT_MAX_TURNS = 20
+
+EventHandler = Callable[[str, Any], Awaitable[None] | None]
+"""``on_event(kind, payload)``: ``"text"``/``"thought"`` (a streamed text piece), ``"tool_call"``
+(the ``functionCall`` dict), ``"tool_result"`` (a ``functionResponse`` part)."""
+
+
+class GeminiHTTPError(RuntimeError):
+    """The model endpoint answered with an HTTP error (the loop raises these; tools never do)."""
+
+    def __init__(self, status: int, body: str, url: str) -> None:
+        self.status = status
+        self.body = body
+        self.url = url
+        super().__init__(f"HTTP {status} from {url}: {body[:2000]}")
+
+
+@dataclass
+class ModelTurn:
+    """What one request produced: the model's content (verbatim) and its metadata."""
+
+    content: dict[str, Any]
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+@dataclass
+class RunResult:
+    """The end of a loop. ``completed`` is false when the turn limit stopped it."""
+
+    text: str
+    contents: list[dict[str, Any]]
+    turns: int
+    completed: bool = True
+    finish_reason: str | None = None
+
+
+class Backend(Protocol):
+    async def generate(
+        self, request: dict[str, Any], on_parts: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
+    ) -> ModelTurn: ...
+
+
+# ------------------------------------------------------------------------------------- HTTP
+
+
+async def _post_json(client: httpx2.AsyncClient, url: str, body: Any, headers: Mapping[str, str]) -> dict[str, Any]:
+    response = await client.post(url, content=json.dumps(body).encode(), headers={**headers, "content-type": "application/json"})
+    if response.status_code >= 400:
+        raise GeminiHTTPError(response.status_code, response.text, url)
+    return response.json()
+
+
+async def _post_sse(
+    client: httpx2.AsyncClient, url: str, body: Any, headers: Mapping[str, str]
+) -> AsyncIterator[dict[str, Any]]:
+    """POST and yield each ``data:`` event as JSON (events end at a blank line; no ``[DONE]``)."""
+    request_headers = {**headers, "content-type": "application/json", "accept": "text/event-stream"}
+    async with client.stream("POST", url, content=json.dumps(body).encode(), headers=request_headers) as response:
+        if response.status_code >= 400:
+            raise GeminiHTTPError(response.status_code, (await response.aread()).decode("utf-8", "replace"), url)
+        data: list[str] = []
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                data.append(line[5:].lstrip())
+            elif not line.strip() and data:
+                yield json.loads("\n".join(data))
+                data = []
+        if data:
+            yield json.loads("\n".join(data))
+
+
+class _HttpBackend:
+    """Shared plumbing of the two HTTP backends: the client, unary vs SSE, chunk accumulation."""
+
+    stream: bool
+    timeout: float
+
+    def __init__(self, http_client: httpx2.AsyncClient | None, timeout: float) -> None:
+        self._client = http_client
+        self.timeout = timeout
+
+    def _url(self) -> str:
+        raise NotImplementedError
+
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _wrap(self, request: dict[str, Any]) -> dict[str, Any]:
+        return request
+
+    def _unwrap(self, response: dict[str, Any]) -> dict[str, Any]:
+        return response
+
+    async def generate(
+        self, request: dict[str, Any], on_parts: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
+    ) -> ModelTurn:
+        client = self._client or httpx2.AsyncClient(timeout=httpx2.Timeout(self.timeout, connect=30.0))
+        try:
+            accumulator = StreamAccumulator()
+            body = self._wrap(request)
+            if self.stream:
+                async for event in _post_sse(client, self._url(), body, self._headers()):
+                    new = accumulator.add(self._unwrap(event))
+                    if on_parts is not None and new:
+                        await on_parts(new)
+            else:
+                new = accumulator.add(self._unwrap(await _post_json(client, self._url(), body, self._headers())))
+                if on_parts is not None and new:
+                    await on_parts(new)
+            return ModelTurn(accumulator.content(), accumulator.finish_reason, accumulator.usage)
+        finally:
+            if self._client is None:
+                await client.aclose()
+
+
+class RestBackend(_HttpBackend):
+    """The Gemini Developer API (or anything speaking its REST wire format)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None = None,
+        base_url: str = GEMINI_BASE_URL,
+        api_version: str = "v1beta",
+        stream: bool = False,
+        http_client: httpx2.AsyncClient | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        super().__init__(http_client, timeout)
+        self.model = model.removeprefix("models/")
+        self.api_key = api_key
+        self.base_url = base_url.rstrip("/")
+        self.api_version = api_version
+        self.stream = stream
+        self.headers = dict(headers or {})
+
+    def _url(self) -> str:
+        method = "streamGenerateContent?alt=sse" if self.stream else "generateContent"
+        return f"{self.base_url}/{self.api_version}/models/{self.model}:{method}"
+
+    def _headers(self) -> dict[str, str]:
+        return {**self.headers, **({"x-goog-api-key": self.api_key} if self.api_key else {})}
+
+
+class CodeAssistBackend(_HttpBackend):
+    """Gemini CLI's OAuth path: the Code Assist ``v1internal`` envelope."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        project: str | None = None,
+        access_token: str | None = None,
+        base_url: str = CODE_ASSIST_BASE_URL,
+        api_version: str = "v1internal",
+        stream: bool = True,
+        http_client: httpx2.AsyncClient | None = None,
+        session_id: str | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        super().__init__(http_client, timeout)
+        self.model = model.removeprefix("models/")
+        self.project = project
+        self.access_token = access_token
+        self.base_url = base_url.rstrip("/")
+        self.api_version = api_version
+        self.stream = stream
+        self.session_id = session_id or uuid.uuid4().hex
+
+    def _url(self) -> str:
+        method = "streamGenerateContent?alt=sse" if self.stream else "generateContent"
+        return f"{self.base_url}/{self.api_version}:{method}"
+
+    def _headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.access_token}"} if self.access_token else {}
+
+    def _wrap(self, request: dict[str, Any]) -> dict[str, Any]:
+        envelope: dict[str, Any] = {"model": self.model}
+        if self.project:
+            envelope["project"] = self.project
+        envelope["user_prompt_id"] = uuid.uuid4().hex
+        envelope["request"] = {**request, "session_id": self.session_id}
+        return envelope
+
+    def _unwrap(self, response: dict[str, Any]) -> dict[str, Any]:
+        return response.get("response") or {}
+
+
+class GenaiBackend:
+    """A ``google.genai.Client`` (its async API); needs the ``genai`` extra."""
+
+    def __init__(self, client: Any, *, model: str, stream: bool = False) -> None:
+        self.client = client
+        self.model = model
+        self.stream = stream
+
+    async def generate(
+        self, request: dict[str, Any], on_parts: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
+    ) -> ModelTurn:
+        from .genai_types import from_genai, to_genai_config, to_genai_contents
+
+        contents = to_genai_contents(request["contents"])
+        config = to_genai_config(request)
+        accumulator = StreamAccumulator()
+        if self.stream:
+            stream = await self.client.aio.models.generate_content_stream(model=self.model, contents=contents, config=config)
+            async for chunk in stream:
+                new = accumulator.add(from_genai(chunk))
+                if on_parts is not None and new:
+                    await on_parts(new)
+        else:
+            response = await self.client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+            new = accumulator.add(from_genai(response))
+            if on_parts is not None and new:
+                await on_parts(new)
+        return ModelTurn(accumulator.content(), accumulator.finish_reason, accumulator.usage)
+
+
+# ------------------------------------------------------------------------------------- loop
+
+
+def supports_multimodal_function_responses(model: str) -> bool:
+    """Gemini 3 models take images inside ``functionResponse.parts`` (Gemini CLI's rule)."""
+    return model.removeprefix("models/").startswith("gemini-3")
+
+
+def initial_contents(prompt: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A prompt string as a one-turn history, or a copy of a given history."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "parts": [{"text": prompt}]}]
+    return [dict(content) for content in prompt]
+
+
+async def run_loop(
+    bridge: Bridge,
+    backend: Backend,
+    prompt: str | Sequence[Mapping[str, Any]],
+    *,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    profile: Profile = "json",
+    tool_config: Mapping[str, Any] | None = None,
+    system_instruction: str | Mapping[str, Any] | None = None,
+    generation_config: Mapping[str, Any] | None = None,
+    include_ids: bool = True,
+    multimodal: bool = False,
+    on_event: EventHandler | None = None,
+) -> RunResult:
+    """Drive model and tools until the model answers without calls, or ``max_turns`` requests."""
+    contents = initial_contents(prompt)
+
+    async def emit(kind: str, payload: Any) -> None:
+        if on_event is not None:
+            result = on_event(kind, payload)
+            if result is not None:
+                await result
+
+    async def on_parts(parts: list[dict[str, Any]]) -> None:
+        for part in parts:
+            if isinstance(part.get("text"), str) and part["text"]:
+                await emit("thought" if part.get("thought") else "text", part["text"])
+
+    turn: ModelTurn | None = None
+    for number in range(1, max_turns + 1):
+        request: dict[str, Any] = {"contents": contents}
+        tools = bridge.gemini_tools(profile)
+        if tools:
+            request["tools"] = tools
+            if tool_config:
+                request["toolConfig"] = dict(tool_config)
+        if system_instruction:
+            request["systemInstruction"] = (
+                {"parts": [{"text": system_instruction}]} if isinstance(system_instruction, str) else dict(system_instruction)
+            )
+        if generation_config:
+            request["generationConfig"] = dict(generation_config)
+        turn = await backend.generate(request, on_parts)
+        if turn.content.get("parts"):
+            contents.append(turn.content)
+        calls = function_calls(turn.content)
+        if not calls:
+            return RunResult(response_text(turn.content), contents, number, True, turn.finish_reason)
+        for call in calls:
+            await emit("tool_call", call)
+        answer = await bridge.dispatch(turn.content, include_ids=include_ids, multimodal=multimodal)
+        assert answer is not None
+        for part in answer["parts"]:
+            if "functionResponse" in part:
+                await emit("tool_result", part)
+        contents.append(answer)
+    return RunResult("", contents, max_turns, False, turn.finish_reason if turn else None)
+
+
+async def run_rest(
+    bridge: Bridge,
+    prompt: str | Sequence[Mapping[str, Any]],
+    *,
+    model: str,
+    api_key: str | None = None,
+    base_url: str = GEMINI_BASE_URL,
+    api_version: str = "v1beta",
+    stream: bool = False,
+    http_client: httpx2.AsyncClient | None = None,
+    multimodal: bool | None = None,
+    **options: Any,
+) -> RunResult:
+    """The loop against ``generateContent`` (or SSE streaming with ``stream=True``)."""
+    backend = RestBackend(
+        model=model, api_key=api_key, base_url=base_url, api_version=api_version, stream=stream, http_client=http_client
+    )
+    if multimodal is None:
+        multimodal = supports_multimodal_function_responses(model)
+    return await run_loop(bridge, backend, prompt, multimodal=multimodal, **options)
+
+
+async def run_code_assist(
+    bridge: Bridge,
+    prompt: str | Sequence[Mapping[str, Any]],
+    *,
+    model: str,
+    project: str | None = None,
+    access_token: str | None = None,
+    base_url: str = CODE_ASSIST_BASE_URL,
+    stream: bool = True,
+    http_client: httpx2.AsyncClient | None = None,
+    multimodal: bool | None = None,
+    **options: Any,
+) -> RunResult:
+    """The loop against the Code Assist envelope (Gemini CLI's OAuth path)."""
+    backend = CodeAssistBackend(
+        model=model, project=project, access_token=access_token, base_url=base_url, stream=stream, http_client=http_client
+    )
+    if multimodal is None:
+        multimodal = supports_multimodal_function_responses(model)
+    return await run_loop(bridge, backend, prompt, multimodal=multimodal, **options)
+
+
+async def run_genai(
+    bridge: Bridge,
+    prompt: str | Sequence[Mapping[str, Any]],
+    *,
+    client: Any,
+    model: str,
+    stream: bool = False,
+    multimodal: bool | None = None,
+    **options: Any,
+) -> RunResult:
+    """The loop through a ``google.genai.Client``."""
+    if multimodal is None:
+        multimodal = supports_multimodal_function_responses(model)
+    return await run_loop(bridge, GenaiBackend(client, model=model, stream=stream), prompt, multimodal=multimodal, **options)
