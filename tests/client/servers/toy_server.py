@@ -10,7 +10,7 @@ fail (isError), slow (sleeps; for timeouts), shape ($ref / anyOf / nullable / en
 pid (the server's process id), grow (registers a new tool and sends
 tools/list_changed), big (a text result of N bytes, for the benchmark), spawn (starts a
 grandchild process that lingers; for the no-leftover-process test), odd.name (a tool name
-with a dot).
+with a dot), meet (two concurrent calls rendezvous through files: proof of parallel dispatch).
 """
 
 from __future__ import annotations
@@ -100,6 +100,15 @@ def build_server(name: str, page_size: int) -> Server:
         ),
         types.Tool(name="spawn", description="Start a lingering grandchild.", input_schema={"type": "object"}),
         types.Tool(name="odd.name", description="A tool whose name has a dot.", input_schema={"type": "object"}),
+        types.Tool(
+            name="meet",
+            description="Create file `me`, then wait up to `within` seconds for file `other` to exist.",
+            input_schema={
+                "type": "object",
+                "properties": {"me": {"type": "string"}, "other": {"type": "string"}, "within": {"type": "number"}},
+                "required": ["me", "other"],
+            },
+        ),
     ]
     grandchildren: list[subprocess.Popen[bytes]] = []
 
@@ -150,6 +159,16 @@ def build_server(name: str, page_size: int) -> Server:
             return types.CallToolResult(content=text(str(child.pid)))
         if tool == "odd.name":
             return types.CallToolResult(content=text("odd"))
+        if tool == "meet":
+            # Succeeds only if another call creates `other` while this one waits: two calls
+            # that meet prove they ran at the same time, without measuring any time.
+            with open(args["me"], "w") as marker:
+                marker.write(name)
+            with anyio.move_on_after(float(args.get("within", 5))):
+                while not os.path.exists(args["other"]):
+                    await anyio.sleep(0.01)
+                return types.CallToolResult(content=text(f"{name} met {args['other']}"))
+            return types.CallToolResult(content=text(f"{name} waited alone"), is_error=True)
         if tool.startswith("extra_"):
             return types.CallToolResult(content=text(f"{tool} ran"))
         return types.CallToolResult(content=text(f"unknown tool {tool}"), is_error=True)
