@@ -382,7 +382,7 @@ def _plain_lines(text: str, a: int, b: int) -> list[str]:
 def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: int = 200_000) -> str:
     """A short report of where the file has text like `needle` (whitespace-insensitive line matches first,
     else close matches of its most distinctive line), with 1-based line numbers; '' if nothing is close."""
-    wanted = [line.strip() for line in to_lf(needle).split("\n")]
+    wanted = [line.strip() for line in to_lf(needle).strip("\n").split("\n")]
     keys: dict[str, list[int]] = {}
     for k, line in enumerate(wanted):
         if line:

@@ -1,0 +1,416 @@
+"""replace: literal matching, every error message, faithful round trips, confirmation by elicitation."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from mcp import types
+
+from tests.conftest import call_tool, connect, snapshot, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+async def replace(root: Path, path: str, old: str, new: str, *extra: str, **more):
+    return await call_tool(root, "replace", {"file_path": path, "old_string": old, "new_string": new, **more}, *extra)
+
+
+def body(n: int = 20) -> str:
+    return "".join(f"line {i}\n" for i in range(1, n + 1))
+
+
+# -- basics and the result --------------------------------------------------------------------------------
+
+
+async def test_single_replacement_result_has_message_snippet_and_diff(root: Path) -> None:
+    f = root / "a.txt"
+    f.write_text(body())
+    res = await replace(root, str(f), "line 10\n", "LINE TEN\n")
+    assert not res.is_error, text_of(res)
+    assert f.read_text() == body().replace("line 10\n", "LINE TEN\n")
+    assert len(res.content) == 2
+    message, diff = res.content[0].text, res.content[1].text
+    assert message.startswith(f"Successfully modified file: {f} (1 replacement).")
+    assert "Here is the updated code:\n...\nline 5\n" in message  # 5 lines of context, gap marker
+    assert "LINE TEN\nline 11\n" in message and message.endswith("line 15\n...")
+    assert "line 4" not in message and "line 16" not in message
+    assert diff.splitlines()[:3] == [f"--- {f}\t(original)", f"+++ {f}\t(new)", "@@ -7,7 +7,7 @@"]
+    assert "-line 10\n+LINE TEN\n line 11" in diff
+
+
+async def test_relative_path_is_relative_to_primary_root(root: Path) -> None:
+    (root / "sub").mkdir()
+    (root / "sub" / "r.txt").write_text("x = 1\n")
+    res = await replace(root, "sub/r.txt", "x = 1", "x = 2")
+    assert not res.is_error, text_of(res)
+    assert (root / "sub" / "r.txt").read_text() == "x = 2\n"
+
+
+async def test_dollar_and_backslashes_are_literal(root: Path) -> None:
+    f = root / "s.js"
+    f.write_text("let a = OLD;\n")
+    new = r"$& $1 $' $$ \1 \n \\ \g<0>"
+    res = await replace(root, str(f), "OLD", new)
+    assert not res.is_error, text_of(res)
+    assert f.read_text() == f"let a = {new};\n"
+
+
+async def test_old_string_is_not_a_regex(root: Path) -> None:
+    f = root / "r.txt"
+    f.write_text("abc a.c a+c\n")
+    res = await replace(root, str(f), "a.c", "X")
+    assert not res.is_error, text_of(res)
+    assert f.read_text() == "abc X a+c\n"
+
+
+async def test_expected_replacements_replaces_exactly_that_many(root: Path) -> None:
+    f = root / "m.txt"
+    f.write_text("foo\nbar\nfoo\nbaz\nfoo\n")
+    res = await replace(root, str(f), "foo", "qux", expected_replacements=3)
+    assert not res.is_error, text_of(res)
+    assert f.read_text() == "qux\nbar\nqux\nbaz\nqux\n"
+    assert "(3 replacements)" in text_of(res)
+
+
+async def test_count_mismatch_is_an_error_naming_lines_and_fix(root: Path) -> None:
+    f = root / "m.txt"
+    original = "foo\nbar\nfoo\nbaz\nfoo\n"
+    f.write_text(original)
+    res = await replace(root, str(f), "foo", "qux")
+    assert res.is_error
+    msg = text_of(res)
+    assert msg.startswith(f"Failed to edit, expected 1 occurrence but found 3 for old_string in file: {f}.")
+    assert "line(s) 1, 3, 5" in msg and "set expected_replacements to 3" in msg and "more surrounding" in msg
+    assert res.structured["error"]["kind"] == "edit_expected_occurrence_mismatch"
+    res = await replace(root, str(f), "foo", "qux", expected_replacements=2)
+    assert "expected 2 occurrences but found 3" in text_of(res)
+    assert f.read_text() == original
+
+
+async def test_expected_replacements_must_be_positive(root: Path) -> None:
+    (root / "m.txt").write_text("foo\n")
+    res = await replace(root, "m.txt", "foo", "bar", expected_replacements=0)
+    assert res.is_error and "params/expected_replacements must be >= 1" in text_of(res)
+
+
+async def test_zero_occurrences_shows_most_similar_lines(root: Path) -> None:
+    f = root / "code.py"
+    f.write_text("def a():\n    return 1\n\n\ndef target(x):\n        return x + 1\n")
+    res = await replace(root, str(f), "def target(x):\n    return x + 1\n", "pass\n")
+    assert res.is_error
+    msg = text_of(res)
+    assert msg.startswith(f"Failed to edit, 0 occurrences found for old_string in {f}.")
+    assert res.structured["error"]["kind"] == "edit_no_occurrence_found"
+    assert "Lines 5-6 (the same lines, differing only in whitespace or indentation):" in msg
+    assert "     5| def target(x):\n     6|         return x + 1" in msg
+
+
+async def test_zero_occurrences_fuzzy_line_suggestion(root: Path) -> None:
+    f = root / "conf.ini"
+    f.write_text("[server]\nlisten_port = 8080\nhost = example.org\n")
+    res = await replace(root, str(f), "listen_prot = 8080", "listen_port = 9090")
+    msg = text_of(res)
+    assert res.is_error and "lines most similar to 'listen_prot = 8080'" in msg
+    assert "     2| listen_port = 8080" in msg
+
+
+async def test_zero_occurrences_nothing_similar(root: Path) -> None:
+    (root / "f.txt").write_text("alpha\nbeta\n")
+    res = await replace(root, "f.txt", "completely unrelated words here", "x")
+    assert res.is_error and "Nothing in the file resembles it" in text_of(res)
+
+
+async def test_over_escaped_old_string_gets_a_hint(root: Path) -> None:
+    (root / "f.py").write_text('print("hi")\nx = 1\n')
+    res = await replace(root, "f.py", 'print(\\"hi\\")\\nx = 1', "y")
+    assert res.is_error and "over-escaped" in text_of(res)
+
+
+async def test_identical_strings_are_an_error(root: Path) -> None:
+    (root / "f.txt").write_text("same\n")
+    res = await replace(root, "f.txt", "same", "same")
+    assert res.is_error
+    assert text_of(res).startswith("No changes to apply. The old_string and new_string are identical in file:")
+    assert res.structured["error"]["kind"] == "edit_no_change"
+
+
+async def test_empty_old_string_creates_file_with_parents(root: Path) -> None:
+    res = await replace(root, "new/dir/f.txt", "", "hello\nworld")
+    assert not res.is_error, text_of(res)
+    assert (root / "new/dir/f.txt").read_bytes() == b"hello\nworld"
+    msg = text_of(res)
+    assert msg.startswith(f"Created new file: {root}/new/dir/f.txt with provided content.")
+    assert res.content[1].text.startswith("--- /dev/null\n+++ ")
+
+
+async def test_empty_old_string_on_existing_file_is_an_error(root: Path) -> None:
+    (root / "f.txt").write_text("keep\n")
+    res = await replace(root, "f.txt", "", "overwrite")
+    assert res.is_error
+    assert text_of(res).startswith(f"File already exists, cannot create: {root}/f.txt.")
+    assert "write_file" in text_of(res)
+    assert res.structured["error"]["kind"] == "attempt_to_create_existing_file"
+    assert (root / "f.txt").read_text() == "keep\n"
+
+
+async def test_missing_file_says_how_to_create(root: Path) -> None:
+    res = await replace(root, "nope.txt", "x", "y")
+    assert res.is_error
+    msg = text_of(res)
+    assert msg.startswith(f"File not found: {root}/nope.txt.") and "empty old_string" in msg
+    assert res.structured["error"]["kind"] == "file_not_found"
+    assert not (root / "nope.txt").exists()
+
+
+async def test_directory_target_is_refused(root: Path) -> None:
+    (root / "d").mkdir()
+    res = await replace(root, "d", "x", "y")
+    assert res.is_error and "is a directory" in text_of(res)
+
+
+async def test_outside_workspace_is_refused(root: Path) -> None:
+    before = snapshot(root.parent / "root-evil")
+    res = await replace(root, str(root.parent / "root-evil" / "secret.txt"), "DECOY", "PWNED")
+    assert res.is_error and "Path not in workspace" in text_of(res)
+    res = await replace(root, "../root-evil/secret.txt", "DECOY", "PWNED")
+    assert res.is_error and "Path not in workspace" in text_of(res)
+    assert snapshot(root.parent / "root-evil") == before
+
+
+async def test_placeholder_in_new_string_is_refused(root: Path) -> None:
+    (root / "c.js").write_text("class A {\n  m() {}\n}\n")
+    res = await replace(root, "c.js", "  m() {}\n", "  m() {}\n  // ... rest of methods ...\n")
+    assert res.is_error and "omission placeholder" in text_of(res)
+    assert res.structured["error"]["kind"] == "invalid_tool_params"
+    assert (root / "c.js").read_text() == "class A {\n  m() {}\n}\n"
+
+
+async def test_placeholder_also_in_old_string_is_allowed(root: Path) -> None:
+    (root / "doc.md").write_text("Example:\n// ... rest of methods ...\nend\n")
+    res = await replace(root, "doc.md", "Example:\n// ... rest of methods ...", "Sample:\n// ... rest of methods ...")
+    assert not res.is_error, text_of(res)
+
+
+async def test_modified_by_user_is_acknowledged(root: Path) -> None:
+    (root / "f.txt").write_text("a\n")
+    res = await replace(root, "f.txt", "a", "b", modified_by_user=True)
+    assert "User modified the `new_string` content to be: b." in text_of(res)
+
+
+# -- faithfulness ---------------------------------------------------------------------------------------------
+
+
+async def test_crlf_file_stays_crlf_and_lf_old_string_matches(root: Path) -> None:
+    f = root / "w.txt"
+    f.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    res = await replace(root, str(f), "one\ntwo\n", "uno\ndos\nmas\n")
+    assert not res.is_error, text_of(res)
+    assert f.read_bytes() == b"uno\r\ndos\r\nmas\r\nthree\r\n"
+    assert "Kept the file's CRLF line endings." in text_of(res)
+    assert "\r" not in res.content[1].text
+
+
+async def test_crlf_old_string_matches_lf_file_which_stays_lf(root: Path) -> None:
+    f = root / "u.txt"
+    f.write_bytes(b"one\ntwo\nthree\n")
+    res = await replace(root, str(f), "one\r\ntwo", "1\r\n2")
+    assert not res.is_error, text_of(res)
+    assert f.read_bytes() == b"1\n2\nthree\n"
+
+
+async def test_mixed_line_endings_are_kept_outside_and_inside_the_edit(root: Path) -> None:
+    f = root / "mixed.txt"
+    f.write_bytes(b"a\r\nb\r\nc\nd\ne\r\n")
+    res = await replace(root, str(f), "c\nd\n", "C\nD\n")
+    assert not res.is_error, text_of(res)
+    assert f.read_bytes() == b"a\r\nb\r\nC\nD\ne\r\n"
+    res = await replace(root, str(f), "b\nC", "B\nX\nC")  # spans a CRLF break: its replacement uses CRLF
+    assert not res.is_error, text_of(res)
+    assert f.read_bytes() == b"a\r\nB\r\nX\r\nC\nD\ne\r\n"
+
+
+async def test_no_trailing_newline_is_not_gained(root: Path) -> None:
+    f = root / "n.txt"
+    f.write_bytes(b"first\nlast")
+    res = await replace(root, str(f), "last", "LAST\n")
+    assert not res.is_error, text_of(res)
+    assert f.read_bytes() == b"first\nLAST"
+    res = await replace(root, str(f), "first", "1st")
+    assert f.read_bytes() == b"1st\nLAST"
+    res = await replace(root, str(f), "\nLAST", "")
+    assert f.read_bytes() == b"1st"
+
+
+async def test_trailing_newline_is_not_lost(root: Path) -> None:
+    f = root / "t.txt"
+    f.write_bytes(b"a\r\nb\r\n")
+    res = await replace(root, str(f), "b\n", "B")
+    assert not res.is_error, text_of(res)
+    assert f.read_bytes() == b"a\r\nB\r\n"
+
+
+@pytest.mark.parametrize(
+    "encoding,bom",
+    [("utf-8", b""), ("utf-8", codecs.BOM_UTF8), ("utf-16-le", codecs.BOM_UTF16_LE),
+     ("utf-16-be", codecs.BOM_UTF16_BE), ("utf-32-le", codecs.BOM_UTF32_LE)],
+)
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+async def test_encoding_and_newline_round_trip(root: Path, encoding: str, bom: bytes, newline: str) -> None:
+    f = root / "enc.txt"
+    text = "héllo wörld\nsecond ☃ line\n𝄞 third".replace("\n", newline)
+    f.write_bytes(bom + text.encode(encoding))
+    res = await replace(root, str(f), "second ☃ line\n", "zweite ☃ Zeile\nneu\n")
+    assert not res.is_error, text_of(res)
+    want = "héllo wörld\nzweite ☃ Zeile\nneu\n𝄞 third".replace("\n", newline)
+    assert f.read_bytes() == bom + want.encode(encoding)
+    if bom and encoding != "utf-8":
+        assert "encoding" in text_of(res) and "byte-order mark" in text_of(res)
+
+
+async def test_latin1_file_is_refused_not_corrupted(root: Path) -> None:
+    f = root / "latin.txt"
+    data = "caf\xe9 cr\xe8me\n".encode("latin-1")
+    f.write_bytes(data)
+    res = await replace(root, str(f), "caf", "CAF")
+    assert res.is_error
+    msg = text_of(res)
+    assert "not valid UTF-8" in msg and "nothing was changed" in msg and "write_file" in msg
+    assert res.structured["error"]["kind"] == "edit_preparation_failure"
+    assert f.read_bytes() == data
+
+
+async def test_binary_file_is_refused(root: Path) -> None:
+    f = root / "blob.bin"
+    data = b"abc\x00def\x00"
+    f.write_bytes(data)
+    res = await replace(root, str(f), "abc", "xyz")
+    assert res.is_error and "binary" in text_of(res)
+    assert f.read_bytes() == data
+
+
+async def test_broken_utf16_is_refused(root: Path) -> None:
+    f = root / "bad16.txt"
+    data = codecs.BOM_UTF16_LE + "ok".encode("utf-16-le") + b"\x00\xd8"  # lone high surrogate
+    f.write_bytes(data)
+    res = await replace(root, str(f), "ok", "no")
+    assert res.is_error and "UTF-16 LE with byte-order mark" in text_of(res)
+    assert f.read_bytes() == data
+
+
+async def test_unencodable_replacement_is_refused(root: Path) -> None:
+    f = root / "u16.txt"
+    data = codecs.BOM_UTF16_LE + "abc\n".encode("utf-16-le")
+    f.write_bytes(data)
+    res = await replace(root, str(f), "abc", "x\ud800y")
+    assert res.is_error and "cannot be encoded" in text_of(res)
+    assert f.read_bytes() == data
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o755, 0o640])
+async def test_mode_bits_are_kept(root: Path, mode: int) -> None:
+    f = root / "x.sh"
+    f.write_text("echo hi\n")
+    os.chmod(f, mode)
+    res = await replace(root, str(f), "hi", "there")
+    assert not res.is_error, text_of(res)
+    assert stat.S_IMODE(f.stat().st_mode) == mode
+    assert f.read_text() == "echo there\n"
+
+
+async def test_two_replacements_on_one_line_render_one_hunk(root: Path) -> None:
+    f = root / "f.txt"
+    f.write_text("x a x\nkeep\n")
+    res = await replace(root, str(f), "x", "y", expected_replacements=2)
+    assert not res.is_error
+    assert f.read_text() == "y a y\nkeep\n"
+    assert res.content[1].text.split("\n")[2:5] == ["@@ -1,2 +1,2 @@", "-x a x", "+y a y"]
+
+
+async def test_large_diff_is_truncated_with_a_note(root: Path) -> None:
+    f = root / "big.txt"
+    f.write_text("v\n" * 3000)
+    res = await replace(root, str(f), "v\n" * 3000, "w\n" * 3000)
+    assert not res.is_error
+    assert "diff truncated" in res.content[1].text and len(res.content[1].text.splitlines()) < 500
+    assert "snippet truncated" in res.content[0].text
+
+
+# -- published schema ------------------------------------------------------------------------------------
+
+
+def test_schema_matches_the_seed() -> None:
+    from coretools.tools.replace import Replace
+
+    schema = Replace.input_schema
+    assert list(schema["properties"]) == ["file_path", "old_string", "new_string", "expected_replacements",
+                                          "modified_by_user"]
+    assert schema["required"] == ["file_path", "old_string", "new_string"]
+    er = schema["properties"]["expected_replacements"]
+    assert (er["type"], er["minimum"], er["default"]) == ("integer", 1, 1)
+    assert schema["properties"]["modified_by_user"]["type"] == "boolean"
+    for prop in schema["properties"].values():
+        assert set(prop) <= {"type", "description", "minimum", "default"}
+    assert Replace.read_only is False and Replace.destructive is True
+
+
+# -- confirmation (--confirm edits) ----------------------------------------------------------------------
+
+
+def _answer(action: str, seen: list):
+    async def callback(context, params: types.ElicitRequestParams):
+        seen.append(params.message)
+        return types.ElicitResult(action=action)
+
+    return callback
+
+
+async def test_confirm_accept_applies_the_edit(root: Path) -> None:
+    f = root / "c.txt"
+    f.write_text("before\n")
+    seen: list[str] = []
+    async with connect([root], "legacy", "--confirm", "edits", elicitation_callback=_answer("accept", seen)) as client:
+        res = await client.call_tool("replace", {"file_path": str(f), "old_string": "before", "new_string": "after"})
+    assert not res.is_error, text_of(res)
+    assert f.read_text() == "after\n"
+    assert len(seen) == 1 and f"replace: Apply this change to {f}?" in seen[0]
+    assert "-before\n+after" in seen[0]
+
+
+async def test_confirm_decline_leaves_the_file(root: Path) -> None:
+    f = root / "c.txt"
+    f.write_text("before\n")
+    seen: list[str] = []
+    async with connect([root], "legacy", "--confirm", "edits", elicitation_callback=_answer("decline", seen)) as client:
+        res = await client.call_tool("replace", {"file_path": str(f), "old_string": "before", "new_string": "after"})
+        created = await client.call_tool("replace", {"file_path": str(root / "n.txt"), "old_string": "",
+                                                     "new_string": "x"})
+    assert res.is_error and "cancelled by the user" in text_of(res) and "declined" in text_of(res)
+    assert created.is_error and "cancelled by the user" in text_of(created)
+    assert f.read_text() == "before\n" and not (root / "n.txt").exists()
+    assert len(seen) == 2 and "Create" in seen[1]
+
+
+async def test_confirm_without_elicitation_support_refuses(root: Path) -> None:
+    f = root / "c.txt"
+    f.write_text("before\n")
+    res = await replace(root, str(f), "before", "after", "--confirm", "edits")
+    assert res.is_error and "cannot ask the user" in text_of(res) and "Nothing was written" in text_of(res)
+    assert f.read_text() == "before\n"
+    async with connect([root], "legacy", "--confirm", "edits") as client:  # no elicitation capability
+        res = await client.call_tool("replace", {"file_path": str(f), "old_string": "before", "new_string": "after"})
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert res.is_error and f.read_text() == "before\n"
+    assert "confirm every edit" in tools["replace"].description
+
+
+async def test_without_confirm_flag_no_question_is_asked(root: Path) -> None:
+    f = root / "c.txt"
+    f.write_text("before\n")
+    seen: list[str] = []
+    async with connect([root], "legacy", elicitation_callback=_answer("decline", seen)) as client:
+        res = await client.call_tool("replace", {"file_path": str(f), "old_string": "before", "new_string": "after"})
+    assert not res.is_error and seen == [] and f.read_text() == "after\n"
