@@ -116,10 +116,11 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 class HttpServer:
     """A `coretools-mcp serve --transport http` subprocess on 127.0.0.1 and a free port."""
 
-    def __init__(self, proc: subprocess.Popen, url: str, stderr: list[str]) -> None:
+    def __init__(self, proc: subprocess.Popen, url: str, stderr: list[str], stdout: list[str]) -> None:
         self.proc = proc
         self.url = url
         self.stderr = stderr
+        self.stdout = stdout
 
     @classmethod
     def start(
@@ -156,12 +157,13 @@ class HttpServer:
             found.set()
 
         threading.Thread(target=pump, daemon=True).start()
-        threading.Thread(target=lambda: proc.stdout and proc.stdout.read(), daemon=True).start()
+        out: list[str] = []
+        threading.Thread(target=lambda: out.extend(proc.stdout or ()), daemon=True).start()
         if not found.wait(timeout) or not url:
             proc.kill()
             proc.wait()
             raise RuntimeError("HTTP server did not start:\n" + "".join(lines))
-        return cls(proc, url[0], lines)
+        return cls(proc, url[0], lines, out)
 
     @property
     def pid(self) -> int:

@@ -441,10 +441,6 @@ async def _announce_when_started(server: Any, settings: HttpSettings, port: int)
 
     while not server.started:
         await asyncio.sleep(0.02)
-    mode = "stateless" if settings.stateless else "stateful sessions"
-    auth = "bearer token required" if settings.token else "no authentication"
-    sys.stderr.write(f"coretools-mcp: serving MCP over HTTP at {settings.url(port)} ({mode}; {auth})\n")
-    sys.stderr.flush()
     if not settings.loopback and settings.token is None:
         logger.warning("serving a non-loopback address WITHOUT authentication (--insecure-no-auth)")
     if _is_wildcard(settings.host) and not settings.allowed_hosts:
@@ -453,3 +449,7 @@ async def _announce_when_started(server: Any, settings: HttpSettings, port: int)
             "be refused (421); add --allowed-host for the names clients use to reach this server",
             settings.host,
         )
+    mode = "stateless" if settings.stateless else "stateful sessions"
+    auth = "bearer token required" if settings.token else "no authentication"
+    sys.stderr.write(f"coretools-mcp: serving MCP over HTTP at {settings.url(port)} ({mode}; {auth})\n")
+    sys.stderr.flush()
