@@ -1,0 +1,286 @@
+"""run_shell_command: `bash -c <command>` in the workspace, bounded in time, output and lifetime.
+
+The process rules (own process group, stdin from /dev/null, scrubbed environment, timeouts, output cap,
+kill and reap, registry of what is left running) are in `process.py`; the allow/deny lists in
+`shell_policy.py`. This module checks the call, picks the directory and formats what the model reads.
+
+Working directory and races: `directory` is resolved through the workspace gateway (`locate` +
+`open_node`, which must give a directory inside a root), and the child changes into *that open
+descriptor* (`/proc/self/fd/N` as its cwd), so a path component swapped for a symlink between the check
+and the spawn cannot send it elsewhere. Where `/proc` is missing (macOS), the canonical path of the
+checked directory is used instead, which leaves that small window open. With the bubblewrap sandbox,
+bwrap itself starts in the descriptor and is told to `--chdir` to the canonical path inside a namespace
+where only the roots are writable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from typing import Any
+
+from coretools.errors import ToolError
+from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.process import (
+    DEFAULT_INACTIVITY_TIMEOUT,
+    DEFAULT_WALL_TIMEOUT,
+    Outcome,
+    ProcessSettings,
+    Runner,
+    shorten,
+    startup_error,
+)
+from coretools.tools.shell_policy import Refused, ShellPolicy
+
+MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
+
+
+class RunShellCommand(Tool):
+    name = "run_shell_command"
+    title = "Shell"
+    read_only = False
+    destructive = True
+    idempotent = False
+    open_world = True
+    description = (
+        "This tool executes a given shell command as `bash -c <command>`. Command can start background processes "
+        "using `&`. Command is executed as a subprocess that leads its own process group. Command process group can "
+        "be terminated as `kill -- -PGID` or signaled as `kill -s SIGNAL -- -PGID`.\n\n"
+        "The following information is returned:\n\n"
+        "Command: Executed command.\n"
+        "Directory: Directory where the command was executed.\n"
+        "Stdout: Output on stdout stream. Can be `(empty)` or partial on error and for any unwaited background "
+        "processes.\n"
+        "Stderr: Output on stderr stream. Can be `(empty)` or partial on error and for any unwaited background "
+        "processes.\n"
+        "Error: Error or `(none)` if no error was reported for the subprocess.\n"
+        "Exit Code: Exit code or `(none)` if terminated by signal.\n"
+        "Signal: Signal number or `(none)` if no signal was received.\n"
+        "Background PIDs: List of background processes started or `(none)`.\n"
+        "Process Group PGID: Process group started or `(none)`\n\n"
+        "stdin is /dev/null: nothing can prompt for input, so pass non-interactive flags (e.g. `--yes`, `-m`). "
+        "A command is stopped if it prints nothing for a while or runs too long; very long output is shortened to "
+        "its head and tail, with the full text saved to a file whose path is given."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "Exact bash command to execute as `bash -c <command>`"},
+            "description": {
+                "type": "string",
+                "description": "Brief description of the command for the user. Be specific and concise. Ideally a "
+                "single sentence. Can be up to 3 sentences for clarity. No line breaks.",
+            },
+            "directory": {
+                "type": "string",
+                "description": "(OPTIONAL) Directory to run the command in, relative to the project root (or an "
+                "absolute path inside the workspace). Must exist. Defaults to the project root.",
+            },
+        },
+        "required": ["command"],
+    }
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--no-shell", action="store_true", help="do not publish run_shell_command")
+        parser.add_argument(
+            "--allow-command",
+            action="append",
+            default=[],
+            metavar="PREFIX",
+            help="allow only shell commands starting with these words (repeatable; every sub-command of a "
+            "pipeline or list must match; substitutions, eval, arithmetic and redirections to files are refused)",
+        )
+        parser.add_argument(
+            "--deny-command",
+            action="append",
+            default=[],
+            metavar="PREFIX",
+            help="refuse shell commands starting with these words (repeatable)",
+        )
+        parser.add_argument(
+            "--shell-env",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="pass this environment variable to commands even though its name looks secret (repeatable)",
+        )
+        parser.add_argument(
+            "--shell-timeout",
+            type=float,
+            default=DEFAULT_WALL_TIMEOUT,
+            metavar="SECONDS",
+            help=f"wall-clock limit per command, also for discovered tools; 0 disables (default: {DEFAULT_WALL_TIMEOUT:g})",
+        )
+        parser.add_argument(
+            "--shell-inactivity-timeout",
+            type=float,
+            default=DEFAULT_INACTIVITY_TIMEOUT,
+            metavar="SECONDS",
+            help="stop a command after this long without output; 0 disables "
+            f"(default: {DEFAULT_INACTIVITY_TIMEOUT:g})",
+        )
+        parser.add_argument(
+            "--shell-sandbox",
+            choices=["bwrap"],
+            default=None,
+            help="run every command in bubblewrap: system read-only, only the roots and a private /tmp writable",
+        )
+        parser.add_argument(
+            "--shell-no-network",
+            action="store_true",
+            help="with --shell-sandbox: commands get no network",
+        )
+        parser.add_argument(
+            "--discovery-command",
+            metavar="CMD",
+            help="at start, run CMD; it prints a JSON array of function declarations, each published as a tool",
+        )
+        parser.add_argument(
+            "--call-command",
+            metavar="CMD",
+            help="run a discovered tool as `CMD <tool name>` with its JSON arguments on stdin",
+        )
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self.settings = ProcessSettings.from_config(config)
+        try:
+            self.policy = ShellPolicy.from_prefixes(config.opt("allow_command"), config.opt("deny_command"))
+        except ValueError as exc:
+            raise startup_error(f"--allow-command/--deny-command: {exc}") from None
+        self.runner = Runner("coretools-shell")
+        if not config.opt("no_shell", False):
+            problem = self.settings.problem()
+            if problem:
+                raise startup_error(f"--shell-sandbox: {problem}" if "bwrap" in problem else problem)
+
+    def unavailable_reason(self) -> str | None:
+        if self.config.opt("no_shell", False):
+            return "the operator turned the shell off (--no-shell)"
+        return None
+
+    async def aclose(self) -> None:
+        await self.runner.aclose()
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        command = args["command"]
+        if not command.strip():
+            raise ToolError("Command cannot be empty. Pass the bash command to run in 'command'.", "invalid_tool_params")
+        try:
+            self.policy.check(command)
+        except Refused as exc:
+            raise ToolError(
+                f"Command refused by the shell policy: {exc.message}. The operator limits which commands may run "
+                f"({self.policy.describe()}); use only those, as plain commands.",
+                "policy_violation",
+            ) from None
+        ws = ctx.workspace
+        node = ws.open_node(ws.locate(args.get("directory") or "."))
+        try:
+            if not node.is_dir:
+                raise ToolError(
+                    f"Directory is not a directory: {node.path}. Pass an existing directory (or omit 'directory' to "
+                    "use the project root).",
+                    "path_is_not_a_directory",
+                )
+            root_path = ws.roots[node.root].path
+            cwd = os.path.join(root_path, node.rel) if node.rel else root_path
+            spec = self.settings.spec(self.runner, ["bash", "-c", command], cwd=cwd, roots=[r.path for r in ws.roots])
+            sent = 0
+
+            async def live(text: str) -> None:
+                nonlocal sent
+                sent += len(text)
+                await ctx.progress(sent, None, text[-4000:])
+
+            outcome = await self.runner.run(spec, live, cwd_fd=node.fd)
+        finally:
+            node.close()
+        return self._result(command, node.path, outcome)
+
+    def _result(self, command: str, directory: str, outcome: Outcome) -> ToolResult:
+        saved: dict[str, str] = {}
+        shown = {}
+        for stream in (outcome.stdout, outcome.stderr):
+            text = stream.text()
+            if stream.binary:
+                saved[stream.name] = self.runner.save_output(f"{outcome.pid}-{stream.name}", bytes(stream.data))
+                shown[stream.name] = (
+                    f"[binary output: {stream.received:,} bytes, not shown; saved to {saved[stream.name]}]"
+                )
+                continue
+            text = text.rstrip("\n")
+            cut = len(text) > MAX_SHOWN_CHARS or stream.dropped > 0
+            if cut:
+                saved[stream.name] = self.runner.save_output(f"{outcome.pid}-{stream.name}", bytes(stream.data))
+            shown[stream.name], _ = shorten(text, MAX_SHOWN_CHARS, saved_to=saved.get(stream.name))
+            if stream.dropped:
+                shown[stream.name] += (
+                    f"\n[... {stream.dropped:,} more bytes were discarded after the output cap; "
+                    f"the first {len(stream.data):,} bytes are in {saved[stream.name]}]"
+                )
+        error = _error_message(outcome, self.settings.output_cap)
+        sig = outcome.signal
+        fields = [
+            ("Command", command),
+            ("Directory", directory),
+            ("Stdout", shown["stdout"] or "(empty)"),
+            ("Stderr", shown["stderr"] or "(empty)"),
+            ("Error", error or "(none)"),
+            ("Exit Code", "(none)" if outcome.exit_code is None else str(outcome.exit_code)),
+            ("Signal", "(none)" if sig is None else f"{sig} ({_signal_name(sig)})"),
+            ("Background PIDs", ", ".join(map(str, outcome.background_pids)) or "(none)"),
+            ("Process Group PGID", "(none)" if outcome.pgid is None else str(outcome.pgid)),
+        ]
+        text = "\n".join(f"{k}: {v}" for k, v in fields)
+        kind = "shell_execute_error"
+        structured: dict[str, Any] = {
+            "command": command,
+            "directory": directory,
+            "stdout": shown["stdout"],
+            "stderr": shown["stderr"],
+            "error": {"kind": kind, "message": error} if error else None,
+            "exit_code": outcome.exit_code,
+            "signal": sig,
+            "background_pids": outcome.background_pids,
+            "pgid": outcome.pgid,
+        }
+        if saved:
+            structured["saved_output"] = saved
+        result = ToolResult.text(text, structured)
+        result.is_error = error is not None
+        return result
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
+
+
+def _error_message(outcome: Outcome, cap: int) -> str | None:
+    if outcome.error:
+        return f"{outcome.error}. Check that bash is installed and the directory exists."
+    how = "its process group was sent SIGTERM, then SIGKILL"
+    if outcome.stopped == "timeout":
+        return (
+            f"Command was stopped after {outcome.seconds:.1f} s, the wall-clock limit (--shell-timeout); {how}. "
+            "Run long jobs in the background with output to a file (`cmd > log 2>&1 &`) and check on them later."
+        )
+    if outcome.stopped == "inactivity":
+        return (
+            f"Command was stopped because it printed nothing for too long (--shell-inactivity-timeout); {how}. "
+            "If it was waiting for input, pass non-interactive flags; stdin is /dev/null."
+        )
+    if outcome.stopped == "output_cap":
+        return (
+            f"Command was stopped because its output exceeded {cap:,} bytes; {how}. Redirect large output to a "
+            "file and read parts of it (head, tail, grep)."
+        )
+    return None
+
+
+TOOL = RunShellCommand
