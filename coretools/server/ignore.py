@@ -16,6 +16,7 @@ the rules depend on the workspace alone. `.gitignore`s apply whether or not the 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,25 +57,32 @@ class IgnoreOptions:
 
 
 class SpecCache:
-    """Parsed ignore files, keyed by (root, file) and invalidated when the file's stat changes."""
+    """Parsed ignore files (and their bytes), keyed by (root, file) and invalidated when the file's stat
+    changes."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._specs: dict[tuple[int, str], tuple[object, pathspec.GitIgnoreSpec | None]] = {}
+        self._specs: dict[tuple[int, str], tuple[object, pathspec.GitIgnoreSpec | None, bytes | None]] = {}
 
     def get(
         self, root: int, rel_file: str, signature: object, load: Callable[[], bytes | None]
     ) -> pathspec.GitIgnoreSpec | None:
+        return self.entry(root, rel_file, signature, load)[0]
+
+    def entry(
+        self, root: int, rel_file: str, signature: object, load: Callable[[], bytes | None]
+    ) -> tuple[pathspec.GitIgnoreSpec | None, bytes | None]:
+        """`(spec, raw bytes)` of one ignore file; the bytes let ripgrep be given the very same rules."""
         key = (root, rel_file)
         with self._lock:
             hit = self._specs.get(key)
         if hit is not None and hit[0] == signature:
-            return hit[1]
+            return hit[1], hit[2]
         data = load() if signature is not None else None
         spec = _parse(data) if data else None
         with self._lock:
-            self._specs[key] = (signature, spec)
-        return spec
+            self._specs[key] = (signature, spec, data)
+        return spec, data
 
 
 def _parse(data: bytes) -> pathspec.GitIgnoreSpec | None:
@@ -82,6 +90,42 @@ def _parse(data: bytes) -> pathspec.GitIgnoreSpec | None:
     lines = [line.lstrip() for line in lines]
     spec = pathspec.GitIgnoreSpec.from_lines(lines)
     return spec if len(spec) else None
+
+
+def _check(spec: pathspec.GitIgnoreSpec, path: str) -> bool | None:
+    """`spec.check_file(path).include`, fast for the common case of no pattern matching at all: one
+    combined regex of every pattern rejects such paths in a single C-level match; only a path that some
+    pattern matches pays for pathspec's exact (precedence-aware) check."""
+    prefilter = getattr(spec, "_coretools_any", None)
+    if prefilter is None:
+        prefilter = _combined(spec)
+        try:
+            spec._coretools_any = prefilter  # type: ignore[attr-defined]
+        except AttributeError:  # pragma: no cover - a spec class with __slots__
+            pass
+    if prefilter is not False and prefilter.match(path) is None:
+        return None
+    return spec.check_file(path).include
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<[^>]*>")
+
+
+def _combined(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | bool:
+    sources = []
+    for pattern in spec.patterns:
+        regex = getattr(pattern, "regex", None)
+        if pattern.include is None:
+            continue
+        if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str) or regex.flags & ~re.UNICODE:
+            return False
+        sources.append("(?:" + _NAMED_GROUP.sub("(?:", regex.pattern) + ")")
+    if not sources:
+        return False
+    try:
+        return re.compile("|".join(sources))
+    except re.error:
+        return False
 
 
 class IgnoreRules:
@@ -96,6 +140,7 @@ class IgnoreRules:
         self._lookup = lookup
         self._root_layers: list[pathspec.GitIgnoreSpec] | None = None
         self._dir_specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._chains: dict[str, list[tuple[int, pathspec.GitIgnoreSpec]]] = {}
 
     @property
     def active(self) -> bool:
@@ -124,6 +169,19 @@ class IgnoreRules:
             self._dir_specs["\0gemini"] = self._lookup(GEMINIIGNORE)
         return self._dir_specs["\0gemini"]
 
+    def _chain(self, dir_rel: str) -> list[tuple[int, pathspec.GitIgnoreSpec]]:
+        """The `.gitignore`s that apply to entries of `dir_rel`, root first, with the length of the prefix
+        to cut from a path to make it relative to each one's directory."""
+        chain = self._chains.get(dir_rel)
+        if chain is None:
+            parent = dir_rel.rpartition("/")[0] if dir_rel else None
+            chain = list(self._chain(parent)) if parent is not None else []
+            spec = self._gitignore(dir_rel)
+            if spec is not None:
+                chain.append((len(dir_rel) + 1 if dir_rel else 0, spec))
+            self._chains[dir_rel] = chain
+        return chain
+
     def decide(self, rel: str, is_dir: bool) -> bool:
         """Is this one path ignored, judging only its own name (its parents are assumed visible)?
 
@@ -135,24 +193,18 @@ class IgnoreRules:
         probe = rel + "/" if is_dir else rel
         verdict: bool | None = None
         for spec in self._root():
-            hit = spec.check_file(probe).include
+            hit = _check(spec, probe)
             if hit is not None:
                 verdict = hit
         if self.options.git:
-            parts = rel.split("/")
-            for depth in range(len(parts)):
-                base = "/".join(parts[:depth])
-                spec = self._gitignore(base)
-                if spec is None:
-                    continue
-                sub = probe[len(base) + 1 :] if base else probe
-                hit = spec.check_file(sub).include
+            for cut, spec in self._chain(rel.rpartition("/")[0]):
+                hit = _check(spec, probe[cut:])
                 if hit is not None:
                     verdict = hit
         if self.options.gemini:
             spec = self._gemini()
             if spec is not None:
-                hit = spec.check_file(probe).include
+                hit = _check(spec, probe)
                 if hit is not None:
                     verdict = hit
         return bool(verdict)

@@ -437,6 +437,15 @@ class Workspace:
         return IgnoreRules(lambda rel: self._ignore_spec(root, rel), options)
 
     def _ignore_spec(self, root: int, rel_file: str):  # -> pathspec.GitIgnoreSpec | None
+        return self._ignore_entry(root, rel_file)[0]
+
+    def ignore_source(self, root: int, rel_file: str) -> bytes | None:
+        """The bytes of one ignore file of a root (`.gitignore`, `.geminiignore`, `.git/info/exclude`), read
+        through the gateway and cached with its parsed form, so ripgrep can be handed the very rules the
+        walk applies. None when it does not exist or cannot be read."""
+        return self._ignore_entry(root, rel_file)[1]
+
+    def _ignore_entry(self, root: int, rel_file: str):  # -> (pathspec.GitIgnoreSpec | None, bytes | None)
         parent, _, name = rel_file.rpartition("/")
         try:
             st = os.stat(rel_file, dir_fd=self.roots[root].fd, follow_symlinks=False)
@@ -459,7 +468,7 @@ class Workspace:
                 return None
 
         del parent, name
-        return self._state.specs.get(root, rel_file, signature, load)
+        return self._state.specs.entry(root, rel_file, signature, load)
 
     def is_ignored(self, node_root: int, rel: str, is_dir: bool, options: IgnoreOptions) -> bool:
         return self.ignore_rules(node_root, options).ignored(rel, is_dir)
@@ -503,7 +512,8 @@ class Workspace:
                             if entry.kind not in ("dir", "file"):
                                 continue
                             is_dir = entry.kind == "dir"
-                            if not self.allow_protected and protected_reason(entry.rel):
+                            # parents are visible (pruned otherwise), so the name alone decides
+                            if not self.allow_protected and protected_reason(entry.name):
                                 report.ignored += 1
                                 continue
                             if rules.active and rules.decide(entry.rel, is_dir):
