@@ -318,6 +318,25 @@ class Runner:
             os.close(fd)
         return path
 
+    def present(self, outcome: Outcome, stream: Stream, limit: int) -> tuple[str, str | None]:
+        """What the model sees of one stream, and where its full (kept) output was saved if it was cut:
+        binary output is summarised, long text cut to a head and a tail, bytes beyond the cap noted."""
+        name = f"{outcome.pid}-{stream.name}"
+        if stream.binary:
+            path = self.save_output(name, bytes(stream.data))
+            return f"[binary output: {stream.received:,} bytes, not shown; saved to {path}]", path
+        text = stream.text().rstrip("\n")
+        if len(text) <= limit and not stream.dropped:
+            return text, None
+        path = self.save_output(name, bytes(stream.data))
+        text, _ = shorten(text, limit, saved_to=path)
+        if stream.dropped:
+            text += (
+                f"\n[... {stream.dropped:,} more bytes were discarded after the output cap; the first "
+                f"{len(stream.data):,} bytes are in {path}]"
+            )
+        return text, path
+
     async def aclose(self) -> None:
         """SIGTERM every group this owner left running, SIGKILL what survives a short grace, clean up."""
         groups = _groups(self._owner)
@@ -665,3 +684,33 @@ def startup_error(message: str) -> SystemExit:
 
     sys.stderr.write(f"coretools-mcp: error: {message}\n")
     return SystemExit(2)
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
+
+
+def stop_message(outcome: Outcome, cap: int) -> str | None:
+    """Why a run failed at the process level (not a non-zero exit), with what to do about it; or None."""
+    if outcome.error:
+        return f"{outcome.error}. Check that the program is installed and the directory exists."
+    how = "its process group was sent SIGTERM, then SIGKILL"
+    if outcome.stopped == "timeout":
+        return (
+            f"Command was stopped after {outcome.seconds:.1f} s, the wall-clock limit (--shell-timeout); {how}. "
+            "Run long jobs in the background with output to a file (`cmd > log 2>&1 &`) and check on them later."
+        )
+    if outcome.stopped == "inactivity":
+        return (
+            f"Command was stopped because it printed nothing for too long (--shell-inactivity-timeout); {how}. "
+            "If it was waiting for input, pass non-interactive flags; stdin is not a terminal."
+        )
+    if outcome.stopped == "output_cap":
+        return (
+            f"Command was stopped because its output exceeded {cap:,} bytes; {how}. Redirect large output to a "
+            "file and read parts of it (head, tail, grep)."
+        )
+    return None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 from typing import Any
 
 from coretools.errors import ToolError
@@ -28,8 +27,9 @@ from coretools.tools.process import (
     Outcome,
     ProcessSettings,
     Runner,
-    shorten,
+    signal_name,
     startup_error,
+    stop_message,
 )
 from coretools.tools.shell_policy import Refused, ShellPolicy
 
@@ -204,24 +204,10 @@ class RunShellCommand(Tool):
         saved: dict[str, str] = {}
         shown = {}
         for stream in (outcome.stdout, outcome.stderr):
-            text = stream.text()
-            if stream.binary:
-                saved[stream.name] = self.runner.save_output(f"{outcome.pid}-{stream.name}", bytes(stream.data))
-                shown[stream.name] = (
-                    f"[binary output: {stream.received:,} bytes, not shown; saved to {saved[stream.name]}]"
-                )
-                continue
-            text = text.rstrip("\n")
-            cut = len(text) > MAX_SHOWN_CHARS or stream.dropped > 0
-            if cut:
-                saved[stream.name] = self.runner.save_output(f"{outcome.pid}-{stream.name}", bytes(stream.data))
-            shown[stream.name], _ = shorten(text, MAX_SHOWN_CHARS, saved_to=saved.get(stream.name))
-            if stream.dropped:
-                shown[stream.name] += (
-                    f"\n[... {stream.dropped:,} more bytes were discarded after the output cap; "
-                    f"the first {len(stream.data):,} bytes are in {saved[stream.name]}]"
-                )
-        error = _error_message(outcome, self.settings.output_cap)
+            shown[stream.name], path = self.runner.present(outcome, stream, MAX_SHOWN_CHARS)
+            if path:
+                saved[stream.name] = path
+        error = stop_message(outcome, self.settings.output_cap)
         sig = outcome.signal
         fields = [
             ("Command", command),
@@ -230,7 +216,7 @@ class RunShellCommand(Tool):
             ("Stderr", shown["stderr"] or "(empty)"),
             ("Error", error or "(none)"),
             ("Exit Code", "(none)" if outcome.exit_code is None else str(outcome.exit_code)),
-            ("Signal", "(none)" if sig is None else f"{sig} ({_signal_name(sig)})"),
+            ("Signal", "(none)" if sig is None else f"{sig} ({signal_name(sig)})"),
             ("Background PIDs", ", ".join(map(str, outcome.background_pids)) or "(none)"),
             ("Process Group PGID", "(none)" if outcome.pgid is None else str(outcome.pgid)),
         ]
@@ -252,35 +238,6 @@ class RunShellCommand(Tool):
         result = ToolResult.text(text, structured)
         result.is_error = error is not None
         return result
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return "unknown signal"
-
-
-def _error_message(outcome: Outcome, cap: int) -> str | None:
-    if outcome.error:
-        return f"{outcome.error}. Check that bash is installed and the directory exists."
-    how = "its process group was sent SIGTERM, then SIGKILL"
-    if outcome.stopped == "timeout":
-        return (
-            f"Command was stopped after {outcome.seconds:.1f} s, the wall-clock limit (--shell-timeout); {how}. "
-            "Run long jobs in the background with output to a file (`cmd > log 2>&1 &`) and check on them later."
-        )
-    if outcome.stopped == "inactivity":
-        return (
-            f"Command was stopped because it printed nothing for too long (--shell-inactivity-timeout); {how}. "
-            "If it was waiting for input, pass non-interactive flags; stdin is /dev/null."
-        )
-    if outcome.stopped == "output_cap":
-        return (
-            f"Command was stopped because its output exceeded {cap:,} bytes; {how}. Redirect large output to a "
-            "file and read parts of it (head, tail, grep)."
-        )
-    return None
 
 
 TOOL = RunShellCommand
