@@ -725,3 +725,13 @@ async def test_published_over_mcp(root, mode, web):
         assert tool.annotations.read_only_hint is True and tool.annotations.open_world_hint is True
         result = await client.call_tool("web_fetch", {"prompt": f"read {web.url('/json')}"})
         assert not result.is_error and '"key": "value"' in text_of(result)
+
+
+def test_html_conversion_is_bounded():
+    html = "<html><head><title>Big</title></head><body>" + "<p>para</p>" * 10_000 + "</body></html>"
+    title, text = web_fetch.html_to_markdown(html, "http://x/", limit=2_000)
+    assert title == "Big"
+    assert text.count("para") < 200
+    assert text.endswith("[Only the first 2,000 characters of this page's HTML were converted.]")
+    _, whole = web_fetch.html_to_markdown(html, "http://x/")
+    assert whole.count("para") == 10_000 and "were converted" not in whole
