@@ -1,0 +1,341 @@
+"""run_shell_command with real processes: results, bounds, kills checked by PID, the policy, the sandbox."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from coretools.tools.process import Runner, RunSpec, _scan, bwrap_problem, is_alive
+from tests.conftest import call_tool, connect, make_config, stdio_params, text_of
+
+pytestmark = pytest.mark.anyio
+
+FIELDS = ["Command", "Directory", "Stdout", "Stderr", "Error", "Exit Code", "Signal", "Background PIDs",
+          "Process Group PGID"]  # fmt: skip
+
+
+async def shell(root: Path, command: str, *flags: str, **args):
+    return await call_tool(root, "run_shell_command", {"command": command, **args}, *flags)
+
+
+async def eventually(check, timeout: float = 10.0) -> None:
+    with anyio.fail_after(timeout):
+        while not check():
+            await anyio.sleep(0.02)
+
+
+def pids_in(text: str) -> list[int]:
+    return [int(w) for w in text.split() if w.isdigit()]
+
+
+# -- results ---------------------------------------------------------------------------------------------
+
+
+async def test_exit_code_stderr_and_fields_in_order(root: Path) -> None:
+    result = await shell(root, "echo out; echo err >&2; exit 3")
+    assert not result.is_error  # a non-zero exit is a normal result
+    lines = text_of(result).splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == FIELDS
+    assert lines[1] == f"Directory: {root}"
+    assert "Stdout: out" in lines and "Stderr: err" in lines and "Exit Code: 3" in lines
+    assert "Error: (none)" in lines and "Signal: (none)" in lines and "Background PIDs: (none)" in lines
+    s = result.structured
+    assert s["exit_code"] == 3 and s["stdout"] == "out" and s["stderr"] == "err" and s["error"] is None
+    assert s["pgid"] == int(lines[-1].split(": ")[1]) and not is_alive(s["pgid"])
+
+
+async def test_empty_output_and_signal(root: Path) -> None:
+    result = await shell(root, "true")
+    assert "Stdout: (empty)" in text_of(result) and "Stderr: (empty)" in text_of(result)
+    assert result.structured["exit_code"] == 0
+    killed = await shell(root, "kill -USR1 $$")
+    assert "Signal: 10 (SIGUSR1)" in text_of(killed) and "Exit Code: (none)" in text_of(killed)
+    assert killed.structured["signal"] == signal.SIGUSR1 and killed.structured["exit_code"] is None
+
+
+async def test_stdin_is_dev_null(root: Path) -> None:
+    result = await shell(root, "cat; read -r x; echo read=$?; python3 -c 'import sys; print(repr(sys.stdin.read()))'")
+    assert text_of(result).count("read=1") == 1 and "''" in text_of(result)
+
+
+async def test_non_utf8_and_binary_output(root: Path) -> None:
+    result = await shell(root, r"printf 'caf\xe9 ok\n'")
+    assert "caf\ufffd ok" in result.structured["stdout"]
+    binary = await shell(root, r"printf 'ELF\0\1\2\3'; echo text >&2")
+    assert "[binary output: 7 bytes, not shown" in binary.structured["stdout"]
+    assert binary.structured["stderr"] == "text"
+
+
+async def test_environment_is_scrubbed_and_non_interactive(root: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MY_API_TOKEN", "t0ps3cret")
+    monkeypatch.setenv("DEPLOY_PASSWORD", "hunter2")
+    monkeypatch.setenv("PLAIN_VALUE", "visible")
+    cmd = 'echo "${MY_API_TOKEN:-unset} ${DEPLOY_PASSWORD:-unset} $PLAIN_VALUE $PAGER $GIT_TERMINAL_PROMPT"'
+    assert (await shell(root, cmd)).structured["stdout"] == "unset unset visible cat 0"
+    passed = await shell(root, cmd, "--shell-env", "MY_API_TOKEN")
+    assert passed.structured["stdout"] == "t0ps3cret unset visible cat 0"
+
+
+async def test_directory_argument(root: Path) -> None:
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / "file.txt").write_text("x")
+    assert (await shell(root, "pwd", directory="sub/deeper")).structured["stdout"] == f"{root}/sub/deeper"
+    assert (await shell(root, "pwd", directory=str(root / "sub"))).structured["directory"] == f"{root}/sub"
+    outside = await shell(root, "pwd", directory="../root-evil")
+    assert outside.is_error and "not in workspace" in text_of(outside)
+    assert (await shell(root, "pwd", directory="/")).is_error
+    not_dir = await shell(root, "pwd", directory="file.txt")
+    assert not_dir.is_error and "not a directory" in text_of(not_dir)
+    missing = await shell(root, "pwd", directory="nope")
+    assert missing.is_error and "not found" in text_of(missing).lower()
+
+
+async def test_empty_command_is_invalid(root: Path) -> None:
+    result = await shell(root, "   ")
+    assert result.is_error and "cannot be empty" in text_of(result)
+
+
+# -- bounds ----------------------------------------------------------------------------------------------
+
+
+async def test_yes_is_capped_and_killed(root: Path) -> None:
+    result = await shell(root, "yes")
+    assert result.is_error
+    s = result.structured
+    assert "exceeded 16,777,216 bytes" in s["error"]["message"] and s["signal"] in (signal.SIGTERM, signal.SIGPIPE)
+    assert "characters omitted; the full output is in" in s["stdout"]
+    assert "more bytes were discarded after the output cap" in s["stdout"]
+    assert len(s["stdout"]) < 40_000 and not is_alive(s["pgid"])
+
+
+async def test_one_endless_line_is_capped(root: Path) -> None:
+    result = await shell(root, "tr '\\0' a < /dev/zero")
+    assert result.is_error and "exceeded" in result.structured["error"]["message"]
+    assert len(result.structured["stdout"]) < 40_000
+    assert not is_alive(result.structured["pgid"])
+
+
+async def test_saved_output_is_readable_during_the_session(root: Path) -> None:
+    async with connect([root], "legacy") as client:
+        result = await client.call_tool("run_shell_command", {"command": "seq 1 20000"})
+        saved = result.structured_content["saved_output"]["stdout"]
+        assert Path(saved).read_text().splitlines() == [str(i) for i in range(1, 20001)]
+        assert "characters omitted" in result.structured_content["stdout"]
+
+
+async def test_wall_clock_timeout_kills_and_reaps_the_group(root: Path) -> None:
+    result = await shell(root, "sleep 30 & echo $!; sleep 30", "--shell-timeout", "0.5")
+    assert result.is_error and "wall-clock limit" in text_of(result)
+    s = result.structured
+    child = int(s["stdout"])
+    assert s["signal"] == signal.SIGTERM
+    assert not is_alive(child) and not is_alive(s["pgid"])
+    assert _scan(s["pgid"], None) == []  # no live member of the group is left (PID 1 reaps orphans lazily here)
+
+
+async def test_inactivity_timeout_escalates_to_sigkill(root: Path) -> None:
+    result = await shell(root, "trap '' TERM; echo started; sleep 30", "--shell-inactivity-timeout", "0.3")
+    s = result.structured
+    assert result.is_error and "printed nothing for too long" in s["error"]["message"]
+    assert s["stdout"] == "started" and s["signal"] == signal.SIGKILL and not is_alive(s["pgid"])
+
+
+async def test_direct_runner_timeout_handles_escaped_session(tmp_path: Path) -> None:
+    """A child that leaves the group (setsid) is still found through its environment marker."""
+    runner = Runner("test")
+    try:
+        outcome = await runner.run(RunSpec(["bash", "-c", "setsid sleep 30 & echo $!; sleep 30"], wall_timeout=0.5))
+        pid = int(outcome.stdout.text())
+        assert outcome.stopped == "timeout"
+        await eventually(lambda: not is_alive(pid), 5)
+    finally:
+        await runner.aclose()
+
+
+# -- background processes --------------------------------------------------------------------------------
+
+
+async def test_background_pids_reported_and_killed_at_close(root: Path) -> None:
+    async with connect([root], "legacy") as client:
+        result = await client.call_tool("run_shell_command", {"command": "sleep 30 & sleep 31 & echo started"})
+        pids = result.structured_content["background_pids"]
+        assert len(pids) == 2 and all(is_alive(p) for p in pids)
+        assert f"Background PIDs: {pids[0]}, {pids[1]}" in text_of(result)
+    await eventually(lambda: not any(is_alive(p) for p in pids), 5)
+
+
+async def test_cancellation_kills_the_group_at_once(root: Path, mode: str) -> None:
+    pidfile = root / "pids"
+    async with connect([root], mode) as client:
+        with anyio.move_on_after(10) as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def call() -> None:
+                    await client.call_tool(
+                        "run_shell_command", {"command": f"sleep 30 & echo $! $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; sleep 30"}
+                    )
+
+                tg.start_soon(call)
+                await eventually(pidfile.exists)
+                pids = pids_in(pidfile.read_text())
+                assert len(pids) == 2 and all(is_alive(p) for p in pids)
+                tg.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        await eventually(lambda: not any(is_alive(p) for p in pids), 5)
+        assert text_of(await client.call_tool("run_shell_command", {"command": "echo alive"})).count("alive") == 2
+
+
+async def test_background_children_killed_when_stdio_server_exits(root: Path) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async with stdio_client(stdio_params([root])) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("run_shell_command", {"command": "sleep 60 & (setsid sleep 61 &) ; echo ok"})
+        pids = result.structured_content["background_pids"]
+        assert len(pids) == 2 and all(is_alive(p) for p in pids)
+    await eventually(lambda: not any(is_alive(p) for p in pids), 10)
+
+
+async def test_sigterm_to_the_server_kills_its_children(root: Path) -> None:
+    import subprocess
+
+    code = (
+        "import anyio, sys\n"
+        "from coretools.tools.process import Runner, RunSpec\n"
+        "async def main():\n"
+        "    r = Runner('t')\n"
+        "    o = await r.run(RunSpec(['bash', '-c', 'sleep 60 & echo $!']))\n"
+        "    print(o.background_pids[0], flush=True)\n"
+        "    await anyio.sleep(60)\n"
+        "anyio.run(main)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=str(root),
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})  # fmt: skip
+    try:
+        pid = int(proc.stdout.readline())
+        assert is_alive(pid)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == -signal.SIGTERM
+        await eventually(lambda: not is_alive(pid), 5)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# -- responsiveness and live output ----------------------------------------------------------------------
+
+
+async def test_server_stays_responsive_while_a_command_runs(root: Path, mode: str) -> None:
+    (root / "note.txt").write_text("hello\n")
+    flag = root / "flag"
+    async with connect([root], mode) as client:
+        done: dict[str, str] = {}
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+
+                async def slow() -> None:
+                    r = await client.call_tool("run_shell_command", {"command": f"until [ -e {flag} ]; do sleep 0.02; done; echo released"})
+                    done["slow"] = text_of(r)
+
+                tg.start_soon(slow)
+                # The slow command can only finish after these calls have been served.
+                listing = await client.call_tool("read_file", {"absolute_path": "note.txt"})
+                assert text_of(listing) == "hello\n" or text_of(listing) == "hello"
+                quick = await client.call_tool("run_shell_command", {"command": f"touch {flag}; echo quick"})
+                assert "Stdout: quick" in text_of(quick) and "slow" not in done
+        assert "Stdout: released" in done["slow"]
+
+
+async def test_live_output_goes_out_as_progress(root: Path) -> None:
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async with connect([root], "legacy") as client:
+        flag = root / "go"
+        cmd = f"echo first; until [ -e {flag} ]; do sleep 0.02; done; echo second"
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: client.call_tool("run_shell_command", {"command": cmd}, progress_callback=on_progress))
+                await eventually(lambda: any("first" in m for m in seen))  # arrived while still running
+                flag.touch()
+        await eventually(lambda: any("second" in m for m in seen))
+
+
+# -- policy through the tool -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ls; touch pwned", "ls && touch pwned", "ls | touch pwned", "ls\ntouch pwned", "echo $(touch pwned)",
+     "echo `touch pwned`", "cat <(touch pwned)", "eval 'touch pwned'", "bash -c 'touch pwned'", "env touch pwned",
+     "xargs touch pwned", "nice touch pwned", "timeout 5 touch pwned", "sudo touch pwned"],
+)  # fmt: skip
+async def test_allowlist_refuses_smuggling_and_nothing_runs(root: Path, command: str) -> None:
+    flags = ["--allow-command", "ls", "--allow-command", "echo", "--allow-command", "cat", "--allow-command", "env",
+             "--allow-command", "xargs", "--allow-command", "nice", "--allow-command", "timeout"]  # fmt: skip
+    result = await shell(root, command, *flags)
+    assert result.is_error and result.structured["error"]["kind"] == "policy_violation"
+    assert "refused by the shell policy" in text_of(result)
+    assert not (root / "pwned").exists()
+
+
+async def test_allowlist_allows_plain_allowed_commands(root: Path) -> None:
+    (root / "a.txt").write_text("content\n")
+    result = await shell(root, "ls | cat && echo done 2>&1", "--allow-command", "ls", "--allow-command", "cat",
+                         "--allow-command", "echo")  # fmt: skip
+    assert not result.is_error and result.structured["stdout"] == "a.txt\ndone"
+
+
+async def test_denylist_through_the_tool(root: Path) -> None:
+    result = await shell(root, "echo ok; /usr/bin/touch pwned", "--deny-command", "touch")
+    assert result.is_error and "denylist" in text_of(result) and not (root / "pwned").exists()
+    assert not (await shell(root, "echo fine", "--deny-command", "touch")).is_error
+
+
+async def test_no_shell_removes_the_tool(root: Path) -> None:
+    from coretools.server.toolset import ToolSet
+
+    toolset = ToolSet(make_config([root], "--no-shell"))
+    assert "run_shell_command" not in toolset.names
+    assert "--no-shell" in toolset.unavailable["run_shell_command"]
+
+
+# -- the bubblewrap sandbox ------------------------------------------------------------------------------
+
+BWRAP_PROBLEM = bwrap_problem()
+needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"bubblewrap unusable: {BWRAP_PROBLEM}")
+
+
+@needs_bwrap
+async def test_sandbox_allows_roots_and_refuses_writes_elsewhere(root: Path, tmp_path: Path) -> None:
+    decoy = tmp_path / "root-evil"
+    cmd = f"touch inside; touch {decoy}/pwned; echo x > $HOME/.coretools-pwned; echo tmp > /tmp/t && cat /tmp/t"
+    result = await shell(root, cmd, "--shell-sandbox", "bwrap")
+    s = result.structured
+    assert (root / "inside").exists()
+    assert not (decoy / "pwned").exists() and not Path.home().joinpath(".coretools-pwned").exists()
+    assert "Read-only file system" in s["stderr"] and s["stdout"] == "tmp"
+    assert not Path("/tmp/t").exists() or Path("/tmp/t").read_text() != "tmp\n"
+
+
+@needs_bwrap
+async def test_sandbox_without_network(root: Path) -> None:
+    result = await shell(root, "cat /sys/class/net/*/operstate | wc -l; ls /sys/class/net", "--shell-sandbox", "bwrap",
+                         "--shell-no-network")  # fmt: skip
+    assert result.structured["stdout"].split()[-1] == "lo"
+
+
+async def test_no_network_without_sandbox_is_a_startup_error(root: Path) -> None:
+    with pytest.raises(SystemExit):
+        make_tool = make_config([root], "--shell-no-network")
+        from coretools.server.toolset import ToolSet
+
+        ToolSet(make_tool)
