@@ -151,11 +151,11 @@ def reroot(lines: list[str], tail: list[str]) -> list[str]:
         else:
             segs = ["**", core]
         segs = [s for s in segs if s != ""] or ["**"]
-        for residual in dict.fromkeys(tuple(r) for r in _consume(tuple(segs), tuple(tail))):
-            if not residual or residual == ("**",):
-                pattern = "*"
-            else:
-                pattern = "/" + "/".join(residual) + ("/" if dir_only else "")
+        residuals = list(dict.fromkeys(tuple(r) for r in _consume(tuple(segs), tuple(tail))))
+        if () in residuals or ("**",) in residuals:
+            residuals = [()]  # matches everything below the search directory
+        for residual in residuals:
+            pattern = "/" + "/".join(residual) + ("/" if dir_only else "") if residual else "*"
             out.append(("!" if neg else "") + pattern)
     return out
 

@@ -309,7 +309,7 @@ def python_regex(pattern: str) -> re.Pattern[str]:
         translated,
     )
     try:
-        return re.compile(translated, re.IGNORECASE)
+        return re.compile(translated, re.IGNORECASE | re.MULTILINE)
     except re.error as exc:
         raise ToolError(
             f"Invalid regular expression pattern provided: {pattern}. Error: {exc}. Fix the pattern (escape "
@@ -369,6 +369,9 @@ def _unbounded_at(pattern: str, i: int) -> bool:
     return bool(re.match(r"\{\d*,\}", pattern[i:]))
 
 
+_ANCHORS = re.compile(r"\\[AZ]")
+
+
 def decode_text(data: bytes) -> str:
     if data.startswith(b"\xff\xfe") or data.startswith(b"\xfe\xff"):
         return data.decode("utf-16", "replace")
@@ -426,8 +429,8 @@ class PythonEngine:
         if b"\0" in data and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
             return
         text = decode_text(data)
-        if rx.search(text) is None:
-            return
+        if rx.search(text) is None and not _ANCHORS.search(rx.pattern):
+            return  # a match in a line is a match in the text (MULTILINE), unless \\A or \\Z anchor it
         key = (target.index, target.display_prefix + shown_rel if shown_rel is not None else target.path)
         count = 0
         lines: list[tuple[int, str]] = []

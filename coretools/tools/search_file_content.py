@@ -53,22 +53,21 @@ class SearchFileContent(Tool):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("search_file_content")
-        group.add_argument(
+        parser.add_argument(
             "--search-max-matches",
             type=int,
             default=DEFAULT_MAX_MATCHES,
             metavar="N",
             help=f"matching lines shown per search (the totals are always counted; default {DEFAULT_MAX_MATCHES})",
         )
-        group.add_argument(
+        parser.add_argument(
             "--search-timeout",
             type=float,
             default=DEFAULT_TIMEOUT,
             metavar="SECONDS",
             help=f"stop a search after this long and report what was found (default {DEFAULT_TIMEOUT:g})",
         )
-        group.add_argument(
+        parser.add_argument(
             "--search-engine",
             choices=["auto", "ripgrep", "python"],
             default="auto",
