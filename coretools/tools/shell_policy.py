@@ -515,10 +515,12 @@ _GLOB = set("*?[")
 _WORD_SPECIAL = set("{}~")
 
 
-def _unescape(raw: str) -> str:
+def _unescape(raw: str, escapable: str | None = None) -> str:
+    """Remove backslash escapes (all of them, or only before `escapable` characters as inside "...");
+    a backslash-newline is a line continuation and disappears."""
     out, i = [], 0
     while i < len(raw):
-        if raw[i] == "\\" and i + 1 < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw) and (escapable is None or raw[i + 1] in escapable):
             if raw[i + 1] != "\n":
                 out.append(raw[i + 1])
             i += 2
@@ -551,7 +553,7 @@ def _literal(node: Any, *, command_name: bool = False) -> str | None:
             return None
         if command_name:
             return None  # `"r"m` and friends
-        return _unescape_double(text[1:-1])
+        return _unescape(text[1:-1], '$`"\\\n')
     if kind == "concatenation":
         if command_name:
             return None
@@ -559,15 +561,3 @@ def _literal(node: Any, *, command_name: bool = False) -> str | None:
         return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
     return None
 
-
-def _unescape_double(raw: str) -> str:
-    out, i = [], 0
-    while i < len(raw):
-        if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-            i += 2
-            continue
-        out.append(raw[i])
-        i += 1
-    return "".join(out)
