@@ -132,6 +132,7 @@ class Replace(Tool):
             plan.render()
             return plan
         st, data = existing
+        del existing
         if not old_string:
             raise ToolError(
                 f"File already exists, cannot create: {path}. An empty old_string means 'create a new file'. To "
@@ -149,7 +150,8 @@ class Replace(Tool):
                 "edit_preparation_failure",
             ) from None
         del data
-        matches, newline_at = _find(text, old_string)
+        breaks = te.newlines(text)
+        matches, newline_at = _find(text, old_string, breaks)
         expected = args["expected_replacements"]
         if not matches:
             raise ToolError(_no_match_message(path, text, old_string), "edit_no_occurrence_found")
@@ -165,7 +167,7 @@ class Replace(Tool):
             )
         new_lf = te.to_lf(new_string)
         new, raw = _substitute(text, matches, lambda s, e: te.with_newline(new_lf, newline_at(s, e)))
-        new, raw = _keep_final_newline(text, new, raw, te.dominant_newline(text) or "\n")
+        new, raw = _keep_final_newline(text, new, raw, breaks.dominant or "\n")
         if new == text:
             raise ToolError(
                 f"No changes to apply. The new content is identical to the current content in file: {path}. "
@@ -173,7 +175,7 @@ class Replace(Tool):
                 "edit_no_change",
             )
         plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st)
-        plan.notes = te.style_notes(codec, te.dominant_newline(text))
+        plan.notes = te.style_notes(codec, breaks)
         plan.spans = te.align(text, new, raw)
         plan.render()
         return plan
@@ -192,17 +194,16 @@ def _find_all(text: str, needle: str) -> list[tuple[int, int]]:
     return out
 
 
-def _find(text: str, old_string: str):
+def _find(text: str, old_string: str, breaks: te.Newlines):
     """Non-overlapping occurrences of `old_string` in `text`, any line break in `old_string` matching the file's
     (LF, CRLF, or either in a mixed file); and, per occurrence, the line break its replacement should use."""
     old_lf = te.to_lf(old_string)
-    crlf = text.count("\r\n")
-    if not crlf:
+    if not breaks.crlf:
         return _find_all(text, old_lf), lambda s, e: "\n"
-    if crlf == text.count("\n"):
+    if not breaks.mixed:
         return _find_all(text, old_lf.replace("\n", "\r\n")), lambda s, e: "\r\n"
     pattern = re.compile("\r?\n".join(re.escape(part) for part in old_lf.split("\n")))
-    dominant = te.dominant_newline(text) or "\n"
+    dominant = breaks.dominant or "\n"
 
     def newline_at(s: int, e: int) -> str:
         first = text.find("\n", s, e)
@@ -263,7 +264,7 @@ def _no_match_message(path: str, text: str, old_string: str) -> str:
     unescaped = old_string
     for escaped, plain in _UNESCAPES:
         unescaped = unescaped.replace(escaped, plain)
-    if unescaped != old_string and _find(text, unescaped)[0]:
+    if unescaped != old_string and _find(text, unescaped, te.newlines(text))[0]:
         parts.append("old_string looks over-escaped: written with real newlines, tabs and quotes instead of \\n, \\t "
                      "and \\\" it does occur in the file. Send the literal text.")
     similar = te.similar_lines(text, old_string)

@@ -120,13 +120,23 @@ def encode(text: str, codec: Codec, shown: str) -> bytes:
         ) from None
 
 
-def dominant_newline(text: str) -> str | None:
-    """"\\r\\n" or "\\n" (whichever most line breaks use), or None when the text has no line break."""
+@dataclass(frozen=True)
+class Newlines:
+    """A text's line breaks: the one most of them use (None if there are none) and whether both kinds occur."""
+
+    dominant: str | None
+    crlf: bool  # some line break is CRLF
+    mixed: bool  # both CRLF and bare LF occur
+
+
+def newlines(text: str) -> Newlines:
+    if "\r" not in text:  # the common case, decided by one fast scan
+        return Newlines("\n" if "\n" in text else None, False, False)
     lf = text.count("\n")
     if not lf:
-        return None
+        return Newlines(None, False, False)
     crlf = text.count("\r\n")
-    return "\r\n" if crlf * 2 >= lf else "\n"
+    return Newlines("\r\n" if crlf * 2 >= lf else "\n", crlf > 0, 0 < crlf < lf)
 
 
 def to_lf(text: str) -> str:
@@ -389,7 +399,7 @@ def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: i
             keys.setdefault(line, []).append(k)
     if not keys:
         return ""
-    lines = to_lf(text).split("\n")
+    lines = text.split("\n")  # a CRLF line keeps its "\r": strip() below and _numbered() drop it
     votes: dict[int, int] = {}
     for i, line in enumerate(lines):
         ks = keys.get(line.strip())
@@ -436,7 +446,7 @@ def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: i
 
 
 def _numbered(lines: list[str], lo: int, hi: int) -> str:
-    return "\n".join(f"{n + 1:>6}| {_short(lines[n], 200)}" for n in range(lo, hi))
+    return "\n".join(f"{n + 1:>6}| {_short(lines[n].rstrip(chr(13)), 200)}" for n in range(lo, hi))
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -535,10 +545,12 @@ def echo(value: str) -> str:
     return value[:MAX_ECHO_CHARS] + f"[... {len(value) - MAX_ECHO_CHARS} more characters, see the code below ...]"
 
 
-def style_notes(codec: Codec, newline: str | None) -> list[str]:
+def style_notes(codec: Codec, breaks: Newlines) -> list[str]:
     """Say what was kept when it is not plain UTF-8 with LF endings (so nobody is surprised either way)."""
     kept = []
-    if newline == "\r\n":
+    if breaks.mixed:
+        kept.append("mixed line endings")
+    elif breaks.dominant == "\r\n":
         kept.append("CRLF line endings")
     if not codec.plain:
         kept.append(f"{codec.label} encoding")
@@ -548,22 +560,23 @@ def style_notes(codec: Codec, newline: str | None) -> list[str]:
 def read_existing(ws: Workspace, loc: Location) -> tuple[object, bytes] | None:
     """(stat, bytes) of the file, or None if it does not exist. Directories and special files are refused."""
     try:
-        node, data = ws.read_bytes(loc, MAX_EDIT_BYTES + 1)
+        with ws.open_file(loc) as (node, handle):
+            if node.st.st_size > MAX_EDIT_BYTES:
+                raise ToolError(
+                    f"File is too large to edit ({node.st.st_size / 1048576:.1f} MB; the limit is "
+                    f"{MAX_EDIT_BYTES // 1048576} MB): {node.path}. Edit it with run_shell_command (e.g. sed) "
+                    "instead.",
+                    "file_too_large",
+                )
+            return node.st, handle.read()  # type: ignore[attr-defined]
     except ToolError as exc:
         if exc.kind == "file_not_found":
             return None
         raise
-    if len(data) > MAX_EDIT_BYTES:
-        raise ToolError(
-            f"File is too large to edit ({node.st.st_size / 1048576:.1f} MB; the limit is "
-            f"{MAX_EDIT_BYTES // 1048576} MB): {node.path}. Edit it with run_shell_command (e.g. sed) instead.",
-            "file_too_large",
-        )
-    return node.st, data
 
 
 __all__ = [
     "Codec", "NotText", "Plan", "Span", "add_confirm_argument", "align", "apply", "confirm", "decode",
-    "dominant_newline", "echo", "edit_lock", "encode", "placeholder_line", "read_existing", "result",
+    "Newlines", "echo", "edit_lock", "encode", "newlines", "placeholder_line", "read_existing", "result",
     "similar_lines", "snippet", "style_notes", "to_lf", "unified_diff", "whole_file_spans", "with_newline",
 ]

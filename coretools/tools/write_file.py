@@ -95,6 +95,7 @@ class WriteFile(Tool):
             plan.render()
             return plan
         st, data = existing
+        del existing
         notes: list[str] = []
         try:
             old, codec = te.decode(data)
@@ -102,12 +103,12 @@ class WriteFile(Tool):
             old, codec = data.decode("utf-8", "replace"), te.UTF8
             notes.append(f"The previous content was not text this tool could keep as it was ({exc.why}); the new "
                          "content was written as UTF-8.")
-        newline = te.dominant_newline(old)
-        new = te.with_newline(content, newline) if newline else content
+        breaks = te.newlines(old)
+        new = te.with_newline(content, breaks.dominant) if breaks.dominant else content
         if codec.bom and new.startswith("\ufeff"):
             new = new[1:]  # the byte-order mark is written once, as the file had it
         plan = te.Plan(loc, path, old, new, te.encode(new, codec, path), created=False, expect=st)
-        plan.notes = notes + te.style_notes(codec, newline)
+        plan.notes = notes + te.style_notes(codec, breaks)
         plan.unchanged = plan.data == data
         plan.spans = te.whole_file_spans(old, new)
         plan.render()
