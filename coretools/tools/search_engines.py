@@ -16,6 +16,7 @@ is transcoded, as ripgrep does); invalid bytes can match `.` in Python but not i
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import os
 import re
@@ -66,30 +67,33 @@ class Collector:
         self.total_matches = 0
         self.total_files = 0
         self.kept: dict[tuple[int, str], list[tuple[int, str]]] = {}
+        self._order: list[tuple[int, str]] = []  # the keys of `kept`, sorted
         self.stored = 0
         self.stopped: str | None = None
 
     def could_keep(self, key: tuple[int, str]) -> bool:
-        return self.stored < self.cap or key < max(self.kept)
+        return self.stored < self.cap or key < self._order[-1]
 
     def commit(self, key: tuple[int, str], count: int, lines: list[tuple[int, str]]) -> None:
         if count <= 0:
             return
         self.total_matches += count
         self.total_files += 1
-        if not lines or (self.stored >= self.cap and key > max(self.kept)):
+        if not lines or not self.could_keep(key):
             return
         self.kept[key] = sorted(lines)
+        bisect.insort(self._order, key)
         self.stored += len(lines)
         while self.stored > self.cap:
-            last = max(self.kept)
+            last = self._order[-1]
             self.kept[last].pop()
             self.stored -= 1
             if not self.kept[last]:
                 del self.kept[last]
+                self._order.pop()
 
     def groups(self) -> list[tuple[str, list[tuple[int, str]]]]:
-        return [(path, self.kept[(index, path)]) for index, path in sorted(self.kept)]
+        return [(path, self.kept[(index, path)]) for index, path in self._order]
 
 
 def clip(text: str) -> str:
@@ -112,19 +116,23 @@ class Visibility:
     def _full(self, rel: str) -> str:
         return f"{self.base}/{rel}" if self.base else rel
 
+    def _hidden(self, rel: str, is_dir: bool) -> bool:
+        name = rel.rpartition("/")[2]
+        if not self.allow_protected and protected_reason(name):
+            return True
+        return self.rules.decide(self._full(rel), is_dir)
+
     def _dir_visible(self, rel: str) -> bool:
         hit = self._dirs.get(rel)
         if hit is None:
-            parent = rel.rpartition("/")[0]
-            hit = self._dir_visible(parent) and not self.rules.decide(self._full(rel), True)
+            hit = self._dir_visible(rel.rpartition("/")[0]) and not self._hidden(rel, True)
             self._dirs[rel] = hit
         return hit
 
     def visible(self, rel: str) -> bool:
-        full = self._full(rel)
-        if not self.allow_protected and protected_reason(full):
-            return False
-        return self._dir_visible(rel.rpartition("/")[0]) and not self.rules.decide(full, False)
+        """Judged like the walk: each component below the target by its own name and the rules (the
+        target itself was checked when it was opened)."""
+        return self._dir_visible(rel.rpartition("/")[0]) and not self._hidden(rel, False)
 
 
 # -- ripgrep ----------------------------------------------------------------------------------------------
@@ -138,6 +146,16 @@ def _json_text(obj: dict) -> str:
     if "text" in obj:
         return obj["text"]
     return base64.b64decode(obj.get("bytes", "")).decode("utf-8", "surrogateescape")
+
+
+_BEGIN_TEXT = re.compile(rb'^\{"type":"begin","data":\{"path":\{"text":"((?:[^"\\\\]|\\\\.)*)"\}\}\}$')
+
+
+def _begin_path(data: bytes) -> str:
+    m = _BEGIN_TEXT.match(data)
+    if m and b"\\" not in m.group(1):
+        return m.group(1).decode("utf-8", "surrogateescape")
+    return _json_text(json.loads(data)["data"]["path"])
 
 
 def _salvage_match(line: ripgrep.RgLine) -> tuple[int, str] | None:
@@ -220,8 +238,7 @@ class RipgrepEngine:
                     if hit is not None:
                         lines.append(hit)
             elif kind == b"begin":
-                data = json.loads(line.data)["data"]
-                rel = _json_text(data["path"])
+                rel = _begin_path(line.data)
                 rel = rel[2:] if rel.startswith("./") else rel
                 if visibility is not None and not visibility.visible(rel):
                     key = None
@@ -232,10 +249,8 @@ class RipgrepEngine:
                 count = 0
                 lines = []
             elif kind == b"end":
-                if key is not None:
-                    data = json.loads(line.data)["data"] if not line.cut else {}
-                    if data.get("binary_offset") is None:
-                        out.commit(key, count, lines)
+                if key is not None and b'"binary_offset":null' in line.head:
+                    out.commit(key, count, lines)
                 key = None
                 lines = []
                 now = time.monotonic()
