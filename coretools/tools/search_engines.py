@@ -22,7 +22,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from coretools.errors import ToolError
 from coretools.server import ripgrep
@@ -57,6 +57,18 @@ class Request:
     cap: int
     timeout: float
     allow_protected: bool
+
+
+@dataclass
+class Job:
+    """One search as an engine receives it: where, what, where to put results, and how to report."""
+
+    ws: Workspace
+    targets: list[Target]
+    req: Request
+    out: Collector
+    check: Callable[[], None]  # raises when the call was cancelled
+    progress: Callable[[Collector], None]
 
 
 class Collector:
@@ -179,15 +191,8 @@ class RipgrepEngine:
     def __init__(self, binary: str) -> None:
         self.binary = binary
 
-    def search(
-        self,
-        ws: Workspace,
-        targets: list[Target],
-        req: Request,
-        out: Collector,
-        check: Callable[[], None],
-        progress: Callable[[Collector], None],
-    ) -> bool:
+    def search(self, job: Job) -> bool:
+        ws, targets, req, out, check, progress = job.ws, job.targets, job.req, job.out, job.check, job.progress
         """Search every target; False (before anything is collected) when rg cannot express the rules."""
         plans = []
         for target in targets:
@@ -398,15 +403,8 @@ def decode_text(data: bytes) -> str:
 class PythonEngine:
     name = "python"
 
-    def search(
-        self,
-        ws: Workspace,
-        targets: list[Target],
-        req: Request,
-        out: Collector,
-        check: Callable[[], None],
-        progress: Callable[[Collector], None],
-    ) -> bool:
+    def search(self, job: Job) -> bool:
+        ws, targets, req, out, check, progress = job.ws, job.targets, job.req, job.out, job.check, job.progress
         rx = python_regex(req.pattern)
         include = ripgrep.glob_regex(req.include) if req.include else None
         deadline = time.monotonic() + req.timeout
@@ -458,10 +456,3 @@ class PythonEngine:
                 if len(lines) < req.cap:
                     lines.append((number, clip(line)))
         out.commit(key, count, lines)
-
-
-@dataclass
-class Outcome:
-    engine: str
-    collector: Collector
-    notes: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ import anyio.from_thread
 
 from coretools.errors import ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.search_engines import Collector, PythonEngine, Request, RipgrepEngine, Target
+from coretools.tools.search_engines import Collector, Job, PythonEngine, Request, RipgrepEngine, Target
 
 DEFAULT_MAX_MATCHES = 300
 MAX_TEXT_CHARS = 50_000
@@ -119,7 +119,7 @@ class SearchFileContent(Tool):
 
         for engine in self._engines():
             collector = Collector(req.cap)
-            if engine.search(ctx.workspace, targets, req, collector, check, progress):
+            if engine.search(Job(ctx.workspace, targets, req, collector, check, progress)):
                 return collector, engine.name
         raise AssertionError("the Python engine always runs")  # pragma: no cover
 
