@@ -205,16 +205,22 @@ def test_racing_thread_flipping_a_link_never_writes_outside(root: Path, decoy: P
 # -- an external writer, and a file created meanwhile ------------------------------------------------------------
 
 
-async def test_external_change_between_read_and_write_is_not_overwritten(root: Path, monkeypatch) -> None:
-    f = root / "ext.txt"
-    f.write_text("mine\n")
+def _before_apply(monkeypatch, action) -> None:
+    """Run `action()` in the worker thread after the edit was planned (file read, diff made) and before it is
+    written: where another program's save, or a slow disk, would fall."""
     real_apply = textedit.apply
 
     def apply(ws, plan):
-        f.write_text("someone else's save\n")
+        action()
         return real_apply(ws, plan)
 
     monkeypatch.setattr(textedit, "apply", apply)
+
+
+async def test_external_change_between_read_and_write_is_not_overwritten(root: Path, monkeypatch) -> None:
+    f = root / "ext.txt"
+    f.write_text("mine\n")
+    _before_apply(monkeypatch, lambda: f.write_text("someone else's save\n"))
     res = await call_tool(root, "replace", replace_args(f, "mine", "ours"))
     assert res.is_error and "changed on disk" in text_of(res) and "Read the file again" in text_of(res)
     assert f.read_text() == "someone else's save\n"
@@ -222,13 +228,7 @@ async def test_external_change_between_read_and_write_is_not_overwritten(root: P
 
 async def test_create_never_replaces_a_file_that_appeared(root: Path, monkeypatch) -> None:
     f = root / "race.txt"
-    real_apply = textedit.apply
-
-    def apply(ws, plan):
-        f.write_text("appeared\n")
-        return real_apply(ws, plan)
-
-    monkeypatch.setattr(textedit, "apply", apply)
+    _before_apply(monkeypatch, lambda: f.write_text("appeared\n"))
     res = await call_tool(root, "replace", replace_args(f, "", "mine\n"))
     assert res.is_error and "already exists" in text_of(res)
     assert f.read_text() == "appeared\n"
@@ -246,13 +246,8 @@ def _contexts(root: Path, n: int, *extra: str, elicit=None):
 
 
 def _slow_apply(monkeypatch, delay: float = 0.3) -> None:
-    real_apply = textedit.apply
-
-    def apply(ws, plan):
-        time.sleep(delay)  # widen the read-modify-write window so unserialised calls would overlap
-        return real_apply(ws, plan)
-
-    monkeypatch.setattr(textedit, "apply", apply)
+    # widen the read-modify-write window so that unserialised calls would overlap
+    _before_apply(monkeypatch, lambda: time.sleep(delay))
 
 
 async def _race(root: Path, f: Path, n: int):

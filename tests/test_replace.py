@@ -198,7 +198,7 @@ async def test_placeholder_also_in_old_string_is_allowed(root: Path) -> None:
 async def test_modified_by_user_is_acknowledged(root: Path) -> None:
     (root / "f.txt").write_text("a\n")
     res = await replace(root, "f.txt", "a", "b", modified_by_user=True)
-    assert "User modified the `new_string` content to be: b." in text_of(res)
+    assert "User modified the `new_string` content to be: b\n" in text_of(res)
 
 
 # -- faithfulness ---------------------------------------------------------------------------------------------
@@ -214,43 +214,32 @@ async def test_crlf_file_stays_crlf_and_lf_old_string_matches(root: Path) -> Non
     assert "\r" not in res.content[1].text
 
 
-async def test_crlf_old_string_matches_lf_file_which_stays_lf(root: Path) -> None:
-    f = root / "u.txt"
-    f.write_bytes(b"one\ntwo\nthree\n")
-    res = await replace(root, str(f), "one\r\ntwo", "1\r\n2")
-    assert not res.is_error, text_of(res)
-    assert f.read_bytes() == b"1\n2\nthree\n"
-
-
-async def test_mixed_line_endings_are_kept_outside_and_inside_the_edit(root: Path) -> None:
-    f = root / "mixed.txt"
-    f.write_bytes(b"a\r\nb\r\nc\nd\ne\r\n")
-    res = await replace(root, str(f), "c\nd\n", "C\nD\n")
-    assert not res.is_error, text_of(res)
-    assert f.read_bytes() == b"a\r\nb\r\nC\nD\ne\r\n"
-    res = await replace(root, str(f), "b\nC", "B\nX\nC")  # spans a CRLF break: its replacement uses CRLF
-    assert not res.is_error, text_of(res)
-    assert f.read_bytes() == b"a\r\nB\r\nX\r\nC\nD\ne\r\n"
-
-
-async def test_no_trailing_newline_is_not_gained(root: Path) -> None:
-    f = root / "n.txt"
-    f.write_bytes(b"first\nlast")
-    res = await replace(root, str(f), "last", "LAST\n")
-    assert not res.is_error, text_of(res)
-    assert f.read_bytes() == b"first\nLAST"
-    res = await replace(root, str(f), "first", "1st")
-    assert f.read_bytes() == b"1st\nLAST"
-    res = await replace(root, str(f), "\nLAST", "")
-    assert f.read_bytes() == b"1st"
-
-
-async def test_trailing_newline_is_not_lost(root: Path) -> None:
-    f = root / "t.txt"
-    f.write_bytes(b"a\r\nb\r\n")
-    res = await replace(root, str(f), "b\n", "B")
-    assert not res.is_error, text_of(res)
-    assert f.read_bytes() == b"a\r\nB\r\n"
+@pytest.mark.parametrize(
+    "initial,steps",
+    [
+        pytest.param(b"one\ntwo\nthree\n", [("one\r\ntwo", "1\r\n2", b"1\n2\nthree\n")], id="crlf-old-in-lf-file"),
+        pytest.param(
+            b"a\r\nb\r\nc\nd\ne\r\n",
+            [("c\nd\n", "C\nD\n", b"a\r\nb\r\nC\nD\ne\r\n"),
+             # spans a CRLF break: its replacement uses CRLF; the LF lines stay LF
+             ("b\nC", "B\nX\nC", b"a\r\nB\r\nX\r\nC\nD\ne\r\n")],
+            id="mixed-kept-outside-and-inside",
+        ),
+        pytest.param(
+            b"first\nlast",
+            [("last", "LAST\n", b"first\nLAST"), ("first", "1st", b"1st\nLAST"), ("\nLAST", "", b"1st")],
+            id="no-final-newline-not-gained",
+        ),
+        pytest.param(b"a\r\nb\r\n", [("b\n", "B", b"a\r\nB\r\n")], id="final-newline-not-lost"),
+    ],
+)
+async def test_line_endings_and_final_newline(root: Path, initial: bytes, steps: list) -> None:
+    f = root / "le.txt"
+    f.write_bytes(initial)
+    for old, new, expected in steps:
+        res = await replace(root, str(f), old, new)
+        assert not res.is_error, text_of(res)
+        assert f.read_bytes() == expected
 
 
 @pytest.mark.parametrize(
@@ -283,30 +272,21 @@ async def test_latin1_file_is_refused_not_corrupted(root: Path) -> None:
     assert f.read_bytes() == data
 
 
-async def test_binary_file_is_refused(root: Path) -> None:
-    f = root / "blob.bin"
-    data = b"abc\x00def\x00"
+@pytest.mark.parametrize(
+    "data,old,new,says",
+    [
+        pytest.param(b"abc\x00def\x00", "abc", "xyz", "binary", id="binary"),
+        pytest.param(codecs.BOM_UTF16_LE + "ok".encode("utf-16-le") + b"\x00\xd8", "ok", "no",
+                     "UTF-16 LE with byte-order mark", id="broken-utf16"),  # a lone high surrogate
+        pytest.param(codecs.BOM_UTF16_LE + "abc\n".encode("utf-16-le"), "abc", "x\ud800y", "cannot be encoded",
+                     id="unencodable-replacement"),
+    ],
+)
+async def test_refused_rather_than_corrupted(root: Path, data: bytes, old: str, new: str, says: str) -> None:
+    f = root / "f.dat"
     f.write_bytes(data)
-    res = await replace(root, str(f), "abc", "xyz")
-    assert res.is_error and "binary" in text_of(res)
-    assert f.read_bytes() == data
-
-
-async def test_broken_utf16_is_refused(root: Path) -> None:
-    f = root / "bad16.txt"
-    data = codecs.BOM_UTF16_LE + "ok".encode("utf-16-le") + b"\x00\xd8"  # lone high surrogate
-    f.write_bytes(data)
-    res = await replace(root, str(f), "ok", "no")
-    assert res.is_error and "UTF-16 LE with byte-order mark" in text_of(res)
-    assert f.read_bytes() == data
-
-
-async def test_unencodable_replacement_is_refused(root: Path) -> None:
-    f = root / "u16.txt"
-    data = codecs.BOM_UTF16_LE + "abc\n".encode("utf-16-le")
-    f.write_bytes(data)
-    res = await replace(root, str(f), "abc", "x\ud800y")
-    assert res.is_error and "cannot be encoded" in text_of(res)
+    res = await replace(root, str(f), old, new)
+    assert res.is_error and says in text_of(res), text_of(res)
     assert f.read_bytes() == data
 
 

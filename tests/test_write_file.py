@@ -138,36 +138,27 @@ async def test_no_false_alarm(root: Path, content: str) -> None:
 # -- faithfulness -------------------------------------------------------------------------------------------------
 
 
-async def test_crlf_file_stays_crlf(root: Path) -> None:
-    f = root / "w.txt"
-    f.write_bytes(b"old\r\nfile\r\n")
-    res = await write(root, str(f), "new\ncontent\n")
+@pytest.mark.parametrize(
+    "initial,content,expected,note",
+    [
+        pytest.param(b"old\r\nfile\r\n", "new\ncontent\n", b"new\r\ncontent\r\n", "Kept the file's CRLF line endings.",
+                     id="crlf-stays-crlf"),
+        pytest.param(b"old\nfile\n", "new\r\ncontent\r\n", b"new\ncontent\n", None, id="lf-stays-lf"),
+        pytest.param(None, "a\r\nb\nc", b"a\r\nb\nc", None, id="new-file-as-given"),
+        pytest.param(b"x\ny\n", "x\nz", b"x\nz", None, id="no-final-newline-gained"),
+    ],
+)
+async def test_line_endings(root: Path, initial: bytes | None, content: str, expected: bytes, note: str | None) -> None:
+    f = root / "le.txt"
+    if initial is not None:
+        f.write_bytes(initial)
+    res = await write(root, str(f), content)
     assert not res.is_error, text_of(res)
-    assert f.read_bytes() == b"new\r\ncontent\r\n"
-    assert "Kept the file's CRLF line endings." in text_of(res)
-
-
-async def test_lf_file_stays_lf(root: Path) -> None:
-    f = root / "u.txt"
-    f.write_bytes(b"old\nfile\n")
-    res = await write(root, str(f), "new\r\ncontent\r\n")
-    assert not res.is_error
-    assert f.read_bytes() == b"new\ncontent\n"
-
-
-async def test_new_file_content_is_written_as_given(root: Path) -> None:
-    res = await write(root, "given.txt", "a\r\nb\nc")
-    assert not res.is_error
-    assert (root / "given.txt").read_bytes() == b"a\r\nb\nc"
-
-
-async def test_no_trailing_newline_is_gained(root: Path) -> None:
-    f = root / "n.txt"
-    f.write_bytes(b"x\ny\n")
-    res = await write(root, str(f), "x\nz")
-    assert not res.is_error
-    assert f.read_bytes() == b"x\nz"
-    assert "\\ No newline at end of file" in res.content[1].text
+    assert f.read_bytes() == expected
+    if note:
+        assert note in text_of(res)
+    if not expected.endswith(b"\n"):
+        assert "\\ No newline at end of file" in res.content[1].text
 
 
 @pytest.mark.parametrize(

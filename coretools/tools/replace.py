@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 from typing import Any
-
-import anyio
 
 from coretools.errors import ToolError
 from coretools.server.workspace import Location, Workspace
 from coretools.tools import textedit as te
-from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.base import ToolContext, ToolResult
 
 _UNESCAPES = (("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\'", "'"), ("\\`", "`"), ("\\\\", "\\"))
 
 
-class Replace(Tool):
+class Replace(te.EditTool):
     name = "replace"
     title = "Edit file (replace text)"
     description = (
@@ -67,24 +64,12 @@ class Replace(Tool):
         },
         "required": ["file_path", "old_string", "new_string"],
     }
-    read_only = False
-    destructive = True
     idempotent = False
 
-    def __init__(self, config) -> None:
-        super().__init__(config)
-        if te.confirm_enabled(config):
-            self.description = Replace.description + te.CONFIRM_NOTE
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        te.add_confirm_argument(parser)
-
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        ws = ctx.workspace
         old_string: str = args["old_string"]
         new_string: str = args["new_string"]
-        loc = ws.locate(args["file_path"])
+        loc = ctx.workspace.locate(args["file_path"])
         if old_string and te.to_lf(old_string) == te.to_lf(new_string):
             raise ToolError(
                 f"No changes to apply. The old_string and new_string are identical in file: {loc.shown}. Nothing "
@@ -98,22 +83,16 @@ class Replace(Tool):
                 "code was left out. Nothing was changed. Provide the exact literal replacement text.",
                 "invalid_tool_params",
             )
-        async with te.edit_lock(ws, loc):
-            plan = await anyio.to_thread.run_sync(self._plan, ws, loc, args)
-            await te.confirm(ctx, plan, self.name)
-            outcome = await anyio.to_thread.run_sync(te.apply, ws, plan)
-        plan.path = outcome.path
-        count = args["expected_replacements"]
+        plan, outcome = await self.edit(ctx, loc, args)
+        assert plan is not None and outcome is not None
         if plan.created:
             headline = f"Created new file: {outcome.path} with provided content."
         else:
-            headline = f"Successfully modified file: {outcome.path} ({_plural(count, 'replacement')})."
-        extra = []
-        if args.get("modified_by_user"):
-            extra.append(f"User modified the `new_string` content to be: {te.echo(new_string)}.")
-        return te.result(plan, outcome, headline, extra)
+            count = _plural(args["expected_replacements"], "replacement")
+            headline = f"Successfully modified file: {outcome.path} ({count})."
+        return te.result(plan, headline, args, "`new_string` content", new_string)
 
-    def _plan(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> te.Plan:
+    def plan(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> te.Plan:
         old_string: str = args["old_string"]
         new_string: str = args["new_string"]
         existing = te.read_existing(ws, loc)

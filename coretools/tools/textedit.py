@@ -21,7 +21,7 @@ import anyio
 
 from coretools.errors import ToolError
 from coretools.server.workspace import Location, Workspace, WriteOutcome
-from coretools.tools.base import ToolContext, ToolResult, text_block
+from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
 from coretools.tools.filetypes import detect_bom
 
 MAX_EDIT_BYTES = 256 * 1024 * 1024
@@ -467,7 +467,6 @@ class Plan:
     created: bool
     expect: object = None  # os.stat_result of the file as read (refuse the write if it changed since)
     must_not_exist: bool = False
-    unchanged: bool = False  # the bytes to write are the bytes already there
     spans: list[Span] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     diff: Rendered | None = None
@@ -521,6 +520,38 @@ async def confirm(ctx: ToolContext, plan: Plan, tool: str) -> None:
     )
 
 
+class EditTool(Tool):
+    """What write_file and replace share: annotations, the --confirm option, and the locked
+    plan -> confirm -> write sequence. Subclasses implement `plan(ws, loc, args)` (runs in a worker thread
+    under the file's lock and returns a Plan, or None when there is nothing to write)."""
+
+    read_only = False
+    destructive = True
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        if confirm_enabled(config):
+            self.description = type(self).description + CONFIRM_NOTE
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        add_confirm_argument(parser)
+
+    def plan(self, ws: Workspace, loc: Location, args: dict) -> Plan | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def edit(self, ctx: ToolContext, loc: Location, args: dict) -> tuple[Plan | None, WriteOutcome | None]:
+        ws = ctx.workspace
+        async with edit_lock(ws, loc):
+            plan = await anyio.to_thread.run_sync(self.plan, ws, loc, args)
+            if plan is None:
+                return None, None
+            await confirm(ctx, plan, self.name)
+            outcome = await anyio.to_thread.run_sync(apply, ws, plan)
+        plan.path = outcome.path
+        return plan, outcome
+
+
 def apply(ws: Workspace, plan: Plan) -> WriteOutcome:
     return ws.write_atomic(
         plan.loc, plan.data, create_parents=True, must_not_exist=plan.must_not_exist,
@@ -528,10 +559,13 @@ def apply(ws: Workspace, plan: Plan) -> WriteOutcome:
     )
 
 
-def result(plan: Plan, outcome: WriteOutcome, headline: str, extra: list[str]) -> ToolResult:
-    """Confirmation, notes, the changed region of the new file, and the unified diff as a second block."""
+def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: str) -> ToolResult:
+    """Confirmation, notes, the user's own version if they modified the proposal (`modified_by_user`), the
+    changed region of the new file, and the unified diff as a second block."""
     assert plan.diff is not None
-    parts = [headline, *plan.notes, *extra]
+    parts = [headline, *plan.notes]
+    if args.get("modified_by_user"):
+        parts.append(f"User modified the {user_field} to be: {echo(user_value)}")
     shot = snippet(plan.new, [] if plan.created else plan.spans)
     label = "Here is the new file:" if plan.created else "Here is the updated code:"
     text = " ".join(p for p in parts if p) + f"\n{label}\n{shot.text}"
@@ -576,7 +610,7 @@ def read_existing(ws: Workspace, loc: Location) -> tuple[object, bytes] | None:
 
 
 __all__ = [
-    "Codec", "NotText", "Plan", "Span", "add_confirm_argument", "align", "apply", "confirm", "decode",
+    "Codec", "EditTool", "NotText", "Plan", "Span", "add_confirm_argument", "align", "apply", "confirm", "decode",
     "Newlines", "echo", "edit_lock", "encode", "newlines", "placeholder_line", "read_existing", "result",
     "similar_lines", "snippet", "style_notes", "to_lf", "unified_diff", "whole_file_spans", "with_newline",
 ]

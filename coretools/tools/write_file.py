@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
-
-import anyio
 
 from coretools.errors import ToolError
 from coretools.server.workspace import Location, Workspace
 from coretools.tools import textedit as te
-from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.base import ToolContext, ToolResult
 
 
-class WriteFile(Tool):
+class WriteFile(te.EditTool):
     name = "write_file"
     title = "Write file"
     description = (
@@ -45,23 +42,11 @@ class WriteFile(Tool):
         },
         "required": ["file_path", "content"],
     }
-    read_only = False
-    destructive = True
     idempotent = True
 
-    def __init__(self, config) -> None:
-        super().__init__(config)
-        if te.confirm_enabled(config):
-            self.description = WriteFile.description + te.CONFIRM_NOTE
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        te.add_confirm_argument(parser)
-
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        ws = ctx.workspace
         content: str = args["content"]
-        loc = ws.locate(args["file_path"])
+        loc = ctx.workspace.locate(args["file_path"])
         found = te.placeholder_line(content)
         if found is not None:
             raise ToolError(
@@ -70,23 +55,17 @@ class WriteFile(Tool):
                 "of the file.",
                 "invalid_tool_params",
             )
-        async with te.edit_lock(ws, loc):
-            plan = await anyio.to_thread.run_sync(self._plan, ws, loc, content)
-            if plan.unchanged:
-                return ToolResult.text(f"No changes: {plan.path} already has exactly this content; nothing was written.")
-            await te.confirm(ctx, plan, self.name)
-            outcome = await anyio.to_thread.run_sync(te.apply, ws, plan)
-        plan.path = outcome.path
+        plan, outcome = await self.edit(ctx, loc, args)
+        if plan is None or outcome is None:
+            return ToolResult.text(f"No changes: {loc.shown} already has exactly this content; nothing was written.")
         if plan.created:
             headline = f"Successfully created and wrote to new file: {outcome.path}."
         else:
             headline = f"Successfully overwrote file: {outcome.path}."
-        extra = []
-        if args.get("modified_by_user"):
-            extra.append(f"User modified the `content` to be: {te.echo(content)}")
-        return te.result(plan, outcome, headline, extra)
+        return te.result(plan, headline, args, "`content`", content)
 
-    def _plan(self, ws: Workspace, loc: Location, content: str) -> te.Plan:
+    def plan(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> te.Plan | None:
+        content: str = args["content"]
         existing = te.read_existing(ws, loc)
         path = loc.shown
         if existing is None:
@@ -109,7 +88,8 @@ class WriteFile(Tool):
             new = new[1:]  # the byte-order mark is written once, as the file had it
         plan = te.Plan(loc, path, old, new, te.encode(new, codec, path), created=False, expect=st)
         plan.notes = notes + te.style_notes(codec, breaks)
-        plan.unchanged = plan.data == data
+        if plan.data == data:
+            return None
         plan.spans = te.whole_file_spans(old, new)
         plan.render()
         return plan
