@@ -313,6 +313,11 @@ class Workspace:
             return ToolError(f"Read-only file system: {shown}", "file_write_failure")
         if code == errno.ENAMETOOLONG:
             return InvalidPath("Path is too long.")
+        if code == errno.ENXIO:  # where there is no O_PATH, opening a socket (or a driverless device) says so
+            return ToolError(
+                f"Not a regular file (a socket or a device): {shown}. Only regular files can be read.",
+                "read_content_failure",
+            )
         return ToolError(f"{os.strerror(code) if code else exc}: {shown}", "execution_failed")
 
     def _node(self, fd: int, root: int, fallback_rel: str, *, exempt: str | None = None) -> Node:
@@ -595,6 +600,13 @@ class Workspace:
                 try:
                     nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
                 except FileNotFoundError:
+                    if not self.allow_protected:
+                        # Judge the real place before creating anything: through an in-root link
+                        # (`cfg -> .git`) a lexically harmless `cfg/new/x` would create `.git/new`.
+                        _, real_parent = self._real_rel(fd, index, "/".join(parts[:i]))
+                        reason = protected_reason(f"{real_parent}/{part}" if real_parent else part)
+                        if reason:
+                            raise ProtectedPath(shown, reason)
                     try:
                         os.mkdir(part, 0o777, dir_fd=fd)
                     except FileExistsError:
@@ -602,6 +614,9 @@ class Workspace:
                     nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
                 os.close(fd)
                 fd, index = nxt, nxt_index
+        except ToolError:
+            os.close(fd)
+            raise
         except kernel.EscapeError:
             os.close(fd)
             raise OutsideWorkspace(shown, self.root_list()) from None
