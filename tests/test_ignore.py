@@ -12,6 +12,7 @@ import pytest
 from coretools.server.ignore import IgnoreOptions
 from coretools.server.workspace import WalkReport, Workspace
 from tests.conftest import call_tool, text_of
+from tests.readside import write_files
 
 ALL = IgnoreOptions()
 NO_GIT = IgnoreOptions(git=False)
@@ -28,10 +29,8 @@ def ws(root: Path) -> Iterator[Workspace]:
 
 
 def write(root: Path, rel: str, text: str = "") -> Path:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
-    return p
+    write_files(root, {rel: text})
+    return root / rel
 
 
 def ignored(ws: Workspace, rel: str, *, is_dir: bool = False, options: IgnoreOptions = ALL) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from mcp import types
 
 from tests.conftest import call_tool, text_of
+from tests.readside import write_files as make
 
 pytestmark = pytest.mark.anyio
 
@@ -29,16 +30,6 @@ def read_paths(result) -> list[str]:
 
 def skipped(result) -> dict[str, str]:
     return {item["path"]: item["reason"] for item in result.structured["skipped"]}
-
-
-def make(root: Path, files: dict[str, str | bytes]) -> None:
-    for name, content in files.items():
-        p = root / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_text(content)
 
 
 @pytest.fixture
@@ -245,21 +236,3 @@ async def test_symlinked_file_outside_is_not_read(project: Path, tmp_path: Path)
     os.symlink(secret, project / "src" / "link.txt")
     for request in (["src"], ["src/link.txt"], ["**/*.txt"]):
         assert "OUTSIDE" not in text_of(await rmf(project, request)), request
-
-
-@pytest.mark.parametrize(
-    "args,needle",
-    [
-        ({}, "params must have required property 'paths'"),
-        ({"paths": []}, "params/paths must NOT have fewer than 1 items"),
-        ({"paths": [""]}, "params/paths/0 must NOT have fewer than 1 characters"),
-        ({"paths": "src"}, "params/paths must be an array"),
-        ({"paths": ["a"], "exclude": [1]}, "params/exclude/0 must be a string"),
-        ({"paths": ["a"], "recursive": 1}, "params/recursive must be a boolean"),
-        ({"paths": ["a"], "use_default_excludes": False}, "did you mean 'useDefaultExcludes'"),
-    ],
-)
-async def test_parameter_validation(root: Path, args: dict, needle: str) -> None:
-    result = await call_tool(root, "read_many_files", args)
-    assert result.is_error
-    assert needle in text_of(result)

@@ -206,6 +206,49 @@ def problems_of(result) -> list[str]:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    "tool,args,needle",
+    [
+        ("read_file", {}, "params must have required property 'absolute_path'"),
+        ("read_file", {"absolute_path": "x", "offset": -1}, "params/offset must be >= 0"),
+        ("read_file", {"absolute_path": "x", "limit": 0}, "params/limit must be >= 1"),
+        ("read_file", {"absolute_path": "x", "limit": "ten"}, "params/limit must be an integer"),
+        ("read_file", {"absolute_path": 7}, "params/absolute_path must be a string"),
+        ("list_directory", {}, "params must have required property 'path'"),
+        ("list_directory", {"path": ".", " ignore": []}, "unknown parameter ' ignore'"),
+        ("list_directory", {"path": ".", "ignore": "*.py"}, "params/ignore must be an array"),
+        ("list_directory", {"path": ".", "ignore": [3]}, "params/ignore/0 must be a string"),
+        (
+            "list_directory",
+            {"path": ".", "file_filtering_options": {"respect_git_ignore": "no"}},
+            "params/file_filtering_options/respect_git_ignore must be a boolean",
+        ),
+        (
+            "list_directory",
+            {"path": ".", "file_filtering_options": {"respect_gitignore": False}},
+            "did you mean 'respect_git_ignore'",
+        ),
+        ("glob", {}, "params must have required property 'pattern'"),
+        ("glob", {"pattern": "*", "case_sensitive": "yes"}, "params/case_sensitive must be a boolean"),
+        ("glob", {"pattern": ["*"]}, "params/pattern must be a string"),
+        ("glob", {"pattern": "*", "dir_path": "."}, "unknown parameter 'dir_path'"),
+        ("read_many_files", {}, "params must have required property 'paths'"),
+        ("read_many_files", {"paths": []}, "params/paths must NOT have fewer than 1 items"),
+        ("read_many_files", {"paths": [""]}, "params/paths/0 must NOT have fewer than 1 characters"),
+        ("read_many_files", {"paths": "src"}, "params/paths must be an array"),
+        ("read_many_files", {"paths": ["a"], "exclude": [1]}, "params/exclude/0 must be a string"),
+        ("read_many_files", {"paths": ["a"], "recursive": 1}, "params/recursive must be a boolean"),
+        ("read_many_files", {"paths": ["a"], "use_default_excludes": False}, "did you mean 'useDefaultExcludes'"),
+    ],
+)
+async def test_read_side_parameter_rules(root: Path, tool: str, args: dict, needle: str) -> None:
+    result = await call_tool(root, tool, args)
+    assert result.is_error
+    assert result.structured["error"]["kind"] == "invalid_tool_params"
+    assert any(needle in p for p in problems_of(result)), problems_of(result)
+
+
+@pytest.mark.anyio
 async def test_all_violations_in_one_result(root: Path) -> None:
     result = await call_tool(root, "read_file", {"offset": -3, "limit": "many", "lmit": 2, "absolute_pth": "x"})
     assert result.is_error
