@@ -249,7 +249,15 @@ def fd_real_path(fd: int) -> str | None:
             path = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             return None
-        return None if path.endswith(" (deleted)") else path
+        if path.endswith(" (deleted)"):
+            # Only an unlinked file is "deleted": a real name may end that way too (`.git/x (deleted)`),
+            # and answering None for it would drop the protected-path check to the lexical alias name.
+            try:
+                if os.fstat(fd).st_nlink == 0:
+                    return None
+            except OSError:
+                return None
+        return path
     if sys.platform == "darwin":
         import fcntl
 
