@@ -12,6 +12,7 @@ import pytest
 
 from coretools.server.ripgrep import find_rg, glob_regex, reroot
 from tests.conftest import call_tool, text_of
+from tests.readside import write_files
 
 pytestmark = pytest.mark.anyio
 
@@ -26,12 +27,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 
 def write(root: Path, rel: str, content: str | bytes) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content)
+    write_files(root, {rel: content})
 
 
 async def search(root, engine: str, args: dict, *flags: str):
