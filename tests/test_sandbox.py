@@ -240,6 +240,8 @@ INVALID = [
     "a" * 300,  # A16 overlong component
     "a/" * 2100,  # overlong path
     "\ud800secret",  # a lone surrogate (JSON allows it)
+    "file:///tmp/ok.txt%00/../../etc/passwd",  # control characters hidden by percent-encoding
+    "file:///tmp/x%0a..",
 ]
 
 PROTECTED = [
