@@ -1,0 +1,104 @@
+"""Test helpers shared by the server-side suites (imported as `support`, a name no other test directory
+uses, so a second `conftest.py` elsewhere can never shadow it).
+
+`call_tool(root, name, args)` runs a tool exactly as the server would (validation, sandbox, formatting)
+without a transport; `connect(roots, mode)` gives an official MCP `Client` connected in memory to a fresh
+server in one protocol era (`legacy` = the 2025-11-25 handshake every host speaks, `auto` = 2026-07-28);
+`stdio_params` starts a real subprocess server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from coretools.cli import build_parser
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def server_options(roots: list[Path], *extra: str) -> argparse.Namespace:
+    """Parse server options exactly as the CLI does (so tool-registered options get their defaults)."""
+    argv = ["serve"]
+    for r in roots:
+        argv += ["--root", str(r)]
+    return build_parser().parse_args([*argv, *extra])
+
+
+def make_config(roots: list[Path], *extra: str):
+    from coretools.server.workspace import Workspace
+    from coretools.tools.base import ServerConfig
+
+    ns = server_options(roots, *extra)
+    return ServerConfig(
+        roots=[Workspace.check_root(r, allow_broad=True) for r in ns.roots],
+        allow_protected=ns.allow_protected,
+        options=ns,
+    )
+
+
+async def call_tool(roots: Path | list[Path], name: str, args: dict, *extra: str):
+    """Run one tool through ToolSet.call (same path as the server); returns a ToolResult."""
+    from coretools.server.toolset import ToolSet
+    from coretools.server.workspace import Workspace
+    from coretools.tools.base import ToolContext
+
+    roots = roots if isinstance(roots, list) else [roots]
+    config = make_config(roots, *extra)
+    toolset = ToolSet(config)
+    await toolset.start()
+    try:
+        ws = Workspace(config.roots, allow_protected=config.allow_protected)
+        try:
+            return await toolset.call(name, args, ToolContext(workspace=ws, config=config))
+        finally:
+            ws.close()
+    finally:
+        await toolset.aclose()
+
+
+@asynccontextmanager
+async def connect(roots: list[Path], mode: str, *extra: str, **client_kwargs) -> AsyncIterator:
+    """An official MCP client connected in memory to a fresh coretools server."""
+    from mcp import Client
+
+    from coretools.server.app import build_server
+
+    server, _ = build_server(make_config(roots, *extra))
+    async with Client(server, mode=mode, **client_kwargs) as client:
+        yield client
+
+
+def stdio_params(roots: list[Path], *extra: str, env: dict | None = None):
+    from mcp import StdioServerParameters
+
+    args = ["-m", "coretools", "serve"]
+    for r in roots:
+        args += ["--root", str(r)]
+    merged = {"PYTHONPATH": str(REPO), **(env or {})}
+    return StdioServerParameters(command=sys.executable, args=[*args, *extra], env=merged, cwd=str(REPO))
+
+
+def text_of(result) -> str:
+    """All text blocks of a ToolResult or CallToolResult, joined."""
+    return "\n".join(b.text for b in result.content if getattr(b, "type", None) == "text")
+
+
+def snapshot(path: Path) -> dict[str, bytes | str]:
+    """Every file (bytes) and link (target) below `path`, to prove nothing outside the roots changed."""
+    out: dict[str, bytes | str] = {}
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, path)
+            if os.path.islink(full):
+                out[rel] = "-> " + os.readlink(full)
+            elif os.path.isfile(full):
+                out[rel] = Path(full).read_bytes()
+            else:
+                out[rel] = "<dir>"
+    return out
