@@ -227,7 +227,7 @@ class Bridge:
             reason = _describe(exc)
             if server.session is None:
                 exit_code = server.process.returncode if server.process is not None else None
-                if isinstance(exc, TimeoutError):
+                if isinstance(_leaf(exc), TimeoutError):
                     reason = f"no answer to the MCP handshake within {self.connect_timeout:g} s"
                 elif exit_code is not None:
                     reason = f"the server exited with code {exit_code} before the handshake completed ({reason})"
@@ -435,10 +435,16 @@ async def list_all_tools(session: ClientSession) -> list[mcp_types.Tool]:
     return tools
 
 
-def _describe(exc: BaseException) -> str:
-    """A one-line reason, looking inside exception groups for the first real error."""
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line reason for an error, unwrapped from exception groups."""
+    exc = _leaf(exc)
     if isinstance(exc, MCPError):
         return f"MCP error {exc.code}: {exc.message}"
     if isinstance(exc, FileNotFoundError):

@@ -195,6 +195,8 @@ class _JsonCleaner:
 
 
 def _finish_json_node(out: dict[str, Any]) -> dict[str, Any]:
+    if "nullable" in out and out["nullable"] is not True:
+        del out["nullable"]  # only ever true on Gemini's side; false is the default anyway
     kind = out.get("type")
     if isinstance(kind, list):
         _split_type_list(out, kind)

@@ -62,6 +62,7 @@ class StdioServerProcess:
         self.pid: int | None = None
         self.returncode: int | None = None
         self._stderr = bytearray()
+        self._stderr_done: anyio.Event | None = None
         self._stderr_log = logging.getLogger(f"{__name__}.stderr")
 
     def stderr_tail(self, limit: int = 2000) -> str:
@@ -79,6 +80,7 @@ class StdioServerProcess:
             start_new_session=sys.platform != "win32",
         )
         self.pid = process.pid
+        self._stderr_done = anyio.Event()
         read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tg:
@@ -139,10 +141,16 @@ class StdioServerProcess:
                     return
 
     async def _pump_stderr(self, process: anyio.abc.Process) -> None:
-        assert process.stderr is not None
+        assert process.stderr is not None and self._stderr_done is not None
+        try:
+            await self._read_stderr(process.stderr)
+        finally:
+            self._stderr_done.set()
+
+    async def _read_stderr(self, stderr: anyio.abc.ByteReceiveStream) -> None:
         while True:
             try:
-                chunk = await process.stderr.receive()
+                chunk = await stderr.receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
             self._stderr += chunk
@@ -164,6 +172,9 @@ class StdioServerProcess:
                 logger.warning("%s: server did not stop after SIGTERM; killing it", self.label)
                 _signal(process, signal.SIGKILL)
                 await _wait(lambda: process.returncode is not None, TERM_GRACE)
+        if self._stderr_done is not None:
+            with anyio.move_on_after(0.5):  # let the last words reach the tail (a failed start's reason)
+                await self._stderr_done.wait()
         with anyio.move_on_after(TERM_GRACE):
             await process.aclose()
 

@@ -16,6 +16,7 @@ sys.path.insert(0, str(HERE))
 from fake_gemini import FakeGemini  # noqa: E402
 
 TOY_SERVER = HERE / "servers" / "toy_server.py"
+BROKEN_SERVER = HERE / "servers" / "broken_server.py"
 DATA = HERE / "data"
 
 
@@ -29,9 +30,9 @@ def toy(name: str, *extra: str, **entry: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(TOY_SERVER), "--name", name, *extra], **entry}
 
 
-def broken() -> dict[str, Any]:
+def broken(variable: str = "TOY_TOKEN_THAT_IS_NEVER_SET") -> dict[str, Any]:
     """A server that writes a reason to stderr and exits with code 3 before the handshake."""
-    return toy("broken", "--require-env", "TOY_TOKEN_THAT_IS_NEVER_SET")
+    return {"command": sys.executable, "args": [str(BROKEN_SERVER), variable]}
 
 
 def write_config(directory: Path, servers: dict[str, Any], key: str = "mcpServers") -> Path:

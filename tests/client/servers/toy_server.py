@@ -187,11 +187,7 @@ def main() -> None:
     parser.add_argument("--name", default="toy")
     parser.add_argument("--page-size", type=int, default=1000)
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port instead of stdio")
-    parser.add_argument("--require-env", default="", help="exit with an error unless this variable is set")
     opts = parser.parse_args()
-    if opts.require_env and not os.environ.get(opts.require_env):
-        print(f"toy_server: fatal: environment variable {opts.require_env} is not set", file=sys.stderr)
-        sys.exit(3)
     server = build_server(opts.name, opts.page_size)
     print(f"toy_server {opts.name} starting (pid {os.getpid()})", file=sys.stderr, flush=True)
     if opts.http:

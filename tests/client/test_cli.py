@@ -1,0 +1,143 @@
+"""The CLI subcommands, mounted on a throwaway parser exactly as the main CLI will mount them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import broken, toy, write_config
+from fake_gemini import Chunk, FakeGemini, Request, check
+
+from coretools.client.cli import register
+
+pytestmark = pytest.mark.timeout(120)
+
+RUNNER = """
+import argparse, sys
+from coretools.client.cli import register
+parser = argparse.ArgumentParser(prog="coretools-mcp")
+register(parser.add_subparsers(dest="command", required=True))
+args = parser.parse_args(sys.argv[1:])
+sys.exit(args.func(args))
+"""
+
+
+def cli(*argv: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_register_adds_the_subcommands() -> None:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command", required=True))
+    tools = parser.parse_args(["client", "tools", "--config", "x.json", "--format", "openai"])
+    call = parser.parse_args(["client", "call", "a__echo", '{"text": "x"}'])
+    chat = parser.parse_args(["chat", "--model", "gemini-2.5-flash", "--tool-style", "json"])
+    assert (tools.format, tools.config, tools.prefix) == ("openai", "x.json", "auto")
+    assert (call.name, call.arguments, call.config) == ("a__echo", '{"text": "x"}', "mcp.json")
+    assert (chat.model, chat.tool_style) == ("gemini-2.5-flash", "json")
+    assert all(callable(ns.func) for ns in (tools, call, chat))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["client"])
+
+
+def test_client_tools_prints_declarations_and_reports_failures(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"a": toy("a", includeTools=["echo", "add"]), "b": toy("b", includeTools=["echo"]), "dead": broken()})
+    done = cli("client", "tools", "--config", str(config))
+    assert done.returncode == 1, done.stderr
+    [tool] = json.loads(done.stdout)
+    assert [d["name"] for d in tool["functionDeclarations"]] == ["a__echo", "a__add", "b__echo"]
+    assert tool["functionDeclarations"][1]["parametersJsonSchema"]["properties"]["a"] == {"type": "integer"}
+    assert "dead: the server exited with code 3" in done.stderr and "TOY_TOKEN_THAT_IS_NEVER_SET" in done.stderr
+
+
+def test_client_tools_openai_and_openapi_formats(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"a": toy("a", includeTools=["shape"])}, key="servers")
+    done = cli("client", "tools", "--config", str(config), "--format", "openai")
+    assert done.returncode == 0, done.stderr
+    [tool] = json.loads(done.stdout)
+    assert tool["type"] == "function" and tool["function"]["name"] == "shape"
+    strict = cli("client", "tools", "--config", str(config), "--profile", "openapi", "--prefix", "always")
+    [declaration] = json.loads(strict.stdout)[0]["functionDeclarations"]
+    assert declaration["name"] == "a__shape" and declaration["parameters"]["properties"]["kind"]["type"] == "string"
+
+
+def test_client_call(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"a": toy("a"), "b": toy("b")})
+    done = cli("client", "call", "a__add", '{"a": 1, "b": 2}', "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"functionResponse": {"name": "a__add", "response": {"output": {"sum": 3}}}}
+    failed = cli("client", "call", "b__fail", '{"why": "because"}', "--config", str(config), "--format", "text")
+    assert failed.returncode == 1 and failed.stdout.strip() == "Error: it failed: because"
+    unknown = cli("client", "call", "echo", "{}", "--config", str(config))
+    assert unknown.returncode == 2 and "no tool named 'echo'" in unknown.stderr and "a__echo" in unknown.stderr
+    bad_json = cli("client", "call", "a__echo", "{oops", "--config", str(config))
+    assert bad_json.returncode == 2 and "not valid JSON" in bad_json.stderr
+
+
+def test_config_errors_name_the_key(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"a": {"command": "x", "args": ["ok", 5]}})
+    done = cli("client", "tools", "--config", str(config))
+    assert done.returncode == 2
+    assert "mcpServers.a.args[1]: expected a string" in done.stderr and done.stdout == ""
+
+
+def chat_env(fake: FakeGemini) -> dict[str, str]:
+    return {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake.base_url}
+
+
+def test_chat_session_with_tools_and_history(tmp_path: Path, fake_gemini: FakeGemini) -> None:
+    config = write_config(tmp_path, {"a": toy("a"), "b": toy("b")})
+
+    def ask(request: Request) -> list[Chunk]:
+        check(request.headers.get("x-goog-api-key") == "test-key", "the key comes from GEMINI_API_KEY")
+        check(request.stream, "chat streams by default")
+        return [[{"functionCall": {"name": "a__echo", "args": {"text": "hello"}}, "thoughtSignature": fake_gemini.new_signature()}]]
+
+    def answer(request: Request) -> list[Chunk]:
+        check(request.last_responses()[0]["response"] == {"output": "a: hello"}, f"{request.last_responses()}")
+        return [[{"text": "The server "}], [{"text": "said hello."}]]
+
+    def second(request: Request) -> list[Chunk]:
+        check(len(request.contents) == 5, f"the chat keeps its history: {len(request.contents)} contents")
+        check(request.contents[-1]["parts"] == [{"text": "and again?"}], "the new question is last")
+        return [[{"text": "Still hello."}]]
+
+    fake_gemini.script(ask, answer, second)
+    done = cli("chat", "--config", str(config), "--model", "gemini-2.5-flash", "--yes", stdin="say hi\n\nand again?\n/exit\n", env=chat_env(fake_gemini))
+    assert done.returncode == 0, done.stderr
+    assert fake_gemini.errors == [] and not fake_gemini.steps
+    assert done.stdout == "The server said hello.\nStill hello.\n"
+    assert '> a__echo {"text": "hello"}' in done.stderr and "< a__echo: ok" in done.stderr
+
+
+@pytest.mark.parametrize(("reply", "expected"), [("y", {"output": "a: hi"}), ("n", {"error": "the user declined to run this tool"})])
+def test_chat_asks_before_running_untrusted_tools(tmp_path: Path, fake_gemini: FakeGemini, reply: str, expected: dict) -> None:
+    config = write_config(tmp_path, {"a": toy("a")})
+    fake_gemini.script(
+        lambda request: [[{"functionCall": {"name": "echo", "args": {"text": "hi"}}, "thoughtSignature": fake_gemini.new_signature()}]],
+        lambda request: (check(request.last_responses()[0]["response"] == expected, f"{request.last_responses()}"), [[{"text": "ok"}]])[1],
+    )
+    done = cli("chat", "--config", str(config), "--model", "gemini-2.5-flash", "--no-stream", stdin=f"go\n{reply}\n", env=chat_env(fake_gemini))
+    assert done.returncode == 0, done.stderr
+    assert fake_gemini.errors == [] and '? run echo {"text": "hi"} [y/N]' in done.stderr
+    assert done.stdout == "ok\n"
+
+
+def test_chat_usage_errors(tmp_path: Path, fake_gemini: FakeGemini) -> None:
+    config = write_config(tmp_path, {"a": toy("a")})
+    xml = cli("chat", "--config", str(config), "--model", "m", "--tool-style", "xml", env=chat_env(fake_gemini))
+    assert xml.returncode == 2 and "--tool-style xml is not available yet" in xml.stderr
+    no_key = cli("chat", "--config", str(config), "--model", "m", env={"GEMINI_API_KEY": ""})
+    assert no_key.returncode == 2 and "GEMINI_API_KEY" in no_key.stderr

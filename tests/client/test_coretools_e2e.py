@@ -1,0 +1,96 @@
+"""End to end with the real coretools server: two instances on two roots, so every name collides
+and must be prefixed, driven by the real google-genai client and by the REST loop.
+
+Runs whenever the server package imports; it is skipped (with the reason) only while
+``coretools.server.app`` cannot be imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from fake_gemini import Chunk, FakeGemini, Request, check
+from test_schema import check_json_profile, check_openapi_profile
+
+try:
+    import coretools.server.app  # noqa: F401
+except Exception as exc:  # pragma: no cover - only while the server is not there
+    pytest.skip(f"the coretools server is not importable yet: {exc!r}", allow_module_level=True)
+
+from google import genai
+from google.genai import types as genai_types
+
+from coretools.client import Bridge, parse_config
+from coretools.client.loop import run_genai, run_rest
+from coretools.client.schema import to_json_profile, to_openapi_profile
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+
+def coretools_server(root: Path) -> dict:
+    return {"command": sys.executable, "args": ["-m", "coretools", "serve", "--root", str(root)], "timeout": 30000}
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> tuple[Path, Path]:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    (one / "notes.txt").write_text("first root notes\n")
+    (two / "alpha.txt").write_text("a\n")
+    (two / "beta").mkdir()
+    return one, two
+
+
+def script(fake: FakeGemini, one: Path, two: Path):
+    def first(request: Request) -> list[Chunk]:
+        names = request.declared_names
+        check("one__read_file" in names and "two__read_file" in names, f"prefixed names: {names}")
+        check(not any("__" not in n for n in names), f"with two servers every name is prefixed: {names}")
+        return [
+            [
+                {"functionCall": {"id": "r1", "name": "one__read_file", "args": {"absolute_path": str(one / "notes.txt")}}, "thoughtSignature": fake.new_signature()},
+                {"functionCall": {"id": "r2", "name": "two__list_directory", "args": {"path": str(two)}}},
+                {"functionCall": {"id": "r3", "name": "two__read_file", "args": {"absolute_path": str(one / "notes.txt")}}},
+            ]
+        ]
+
+    def second(request: Request) -> list[Chunk]:
+        read, listing, outside = request.last_responses()
+        check("first root notes" in str(read["response"].get("output")), f"read_file: {read}")
+        check("alpha.txt" in str(listing["response"].get("output")) and "beta" in str(listing["response"].get("output")), f"list_directory: {listing}")
+        check("outside" in str(outside["response"].get("error")), f"root two must not read root one's file: {outside}")
+        return [[{"text": "Read and listed."}]]
+
+    return first, second
+
+
+async def test_two_coretools_servers_through_genai_and_rest(roots: tuple[Path, Path], fake_gemini: FakeGemini) -> None:
+    one, two = roots
+    async with Bridge(parse_config({"mcpServers": {"one": coretools_server(one), "two": coretools_server(two)}}), connect_timeout=60) as bridge:
+        assert bridge.failures == [], [str(f) for f in bridge.failures]
+        names = [t.name for t in bridge.tools]
+        assert names and all(n.startswith(("one__", "two__")) for n in names)
+        assert {n.split("__", 1)[1] for n in names if n.startswith("one__")} == {n.split("__", 1)[1] for n in names if n.startswith("two__")}
+
+        for tool in bridge.tools:  # our own server's live schemas meet both profiles
+            check_json_profile(to_json_profile(tool.input_schema))
+            check_openapi_profile(to_openapi_profile(tool.input_schema))
+
+        fake_gemini.script(*script(fake_gemini, one, two), bytes_signatures=True)
+        client = genai.Client(api_key="k", http_options=genai_types.HttpOptions(base_url=fake_gemini.base_url))
+        with anyio.fail_after(60):
+            result = await run_genai(bridge, "read and list", client=client, model="gemini-2.5-flash")
+        assert fake_gemini.errors == [] and result.text == "Read and listed."
+
+        fake_gemini.script(*script(fake_gemini, one, two), bytes_signatures=False)
+        with anyio.fail_after(60):
+            result = await run_rest(bridge, "read and list", model="gemini-3-flash-preview", base_url=fake_gemini.base_url, stream=True)
+        assert fake_gemini.errors == [] and result.text == "Read and listed."
+        pids = list(bridge.server_pids.values())
+    from conftest import alive
+
+    assert not any(alive(pid) for pid in pids)
