@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import TOY_SERVER, alive, broken, toy
+from client_support import TOY_SERVER, alive, broken, toy
 
 from coretools.client import Bridge, parse_config
 from coretools.client.bridge import PublishedTool

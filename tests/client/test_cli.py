@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import broken, toy, write_config
+from client_support import broken, toy, write_config
 from fake_gemini import Chunk, FakeGemini, Request, check
 
 from coretools.client.cli import register

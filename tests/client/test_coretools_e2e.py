@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from client_support import alive, check_json_profile, check_openapi_profile
 from fake_gemini import Chunk, FakeGemini, Request, check
-from test_schema import check_json_profile, check_openapi_profile
 
 try:
     import coretools.server.app  # noqa: F401
@@ -91,6 +91,5 @@ async def test_two_coretools_servers_through_genai_and_rest(roots: tuple[Path, P
             result = await run_rest(bridge, "read and list", model="gemini-3-flash-preview", base_url=fake_gemini.base_url, stream=True)
         assert fake_gemini.errors == [] and result.text == "Read and listed."
         pids = list(bridge.server_pids.values())
-    from conftest import alive
 
     assert not any(alive(pid) for pid in pids)

@@ -17,11 +17,10 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import broken, toy
+from client_support import TOY_PNG, broken, toy
 from fake_gemini import Chunk, FakeGemini, Request, check
 from google import genai
 from google.genai import types as genai_types
-from servers.toy_server import PNG_1X1
 
 from coretools.client import Bridge, parse_config
 from coretools.client.loop import GeminiHTTPError, run_code_assist, run_genai, run_rest
@@ -156,7 +155,7 @@ def image(fake: FakeGemini, tmp: Path):
             check(len(siblings) == 1 and siblings[0]["mimeType"] == "image/png", f"sibling: {request.last_parts()}")
             data = siblings[0]["data"]
         padded = data + "=" * (-len(data) % 4)
-        check(base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_")) == base64.b64decode(PNG_1X1), "the PNG bytes")
+        check(base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_")) == base64.b64decode(TOY_PNG), "the PNG bytes")
         return text_answer(fake, request, "A 1x1 image.")
 
     return "show me the image", [first, second], "A 1x1 image."

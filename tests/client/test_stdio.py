@@ -7,13 +7,13 @@ import sys
 import anyio
 import mcp.types as mcp_types
 import pytest
-from conftest import HERE, TOY_SERVER, alive
+from client_support import RAW_SERVER, TOY_SERVER, alive
 from mcp import ClientSession
 
 from coretools.client.stdio import StdioServerProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-RAW = str(HERE / "servers" / "raw_server.py")
+RAW = str(RAW_SERVER)
 
 
 async def session_roundtrip(process: StdioServerProcess, size: int = 10, handler=None) -> tuple[list[mcp_types.Tool], str]:
