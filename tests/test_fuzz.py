@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import string
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -277,8 +278,30 @@ def tool_call(draw, s: Session) -> tuple[str, Any]:
 # (test_known_bugs_still_reproduce fails as a reminder when one no longer reproduces).
 KNOWN_BUGS: dict[str, tuple[str, Any]] = {
     "search_file_content": (
-        "a NUL byte in pattern/include reaches subprocess.Popen (ValueError: embedded null byte)",
-        lambda args: "\x00" in json.dumps(args, default=str, ensure_ascii=False),
+        "pattern/include go to ripgrep's command line unchecked: a NUL byte raises ValueError (embedded null "
+        "byte) and a string over 128 KiB raises OSError (E2BIG) from subprocess.Popen",
+        lambda args: any("\x00" in v or len(v) > 100_000 for v in _strings(args)),
+    ),
+}
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON-like value (keys included)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [x for v in value for x in _strings(v)]
+    return []
+
+
+# Inputs known to make a tool owned elsewhere run for minutes; not sent (a hang would only time this test out).
+KNOWN_HANGS: dict[str, tuple[str, Any]] = {
+    "web_fetch": (
+        "URL extraction is quadratic in the prompt length and runs on the event loop: a 1 MB prompt without "
+        "'://' keeps the whole server busy for minutes (20 KB: ~1 s)",
+        lambda args: isinstance(args, dict) and isinstance(args.get("prompt"), str) and len(args["prompt"]) > 20_000,
     ),
 }
 
@@ -289,15 +312,16 @@ class Tally:
         self.per_tool: dict[str, int] = {}
         self.internal: list[str] = []
         self.excused: list[str] = []
+        self.avoided: list[str] = []
 
     def check(self, s: Session, name: str, args: Any) -> None:
         """Send one call; it must be answered, and never with an internal error."""
-        import sys, time
-        t0 = time.perf_counter()
-        sys.stderr.write(f"CALL {name} {_short(args)[:120]}\n"); sys.stderr.flush()
+        hang = KNOWN_HANGS.get(name)
+        if hang and hang[1](args):
+            self.avoided.append(f"{name} {_short(args)[:80]}")
+            return
         try:
             kind, value = s.call(name, args)
-            sys.stderr.write(f"  took {time.perf_counter()-t0:.2f}\n")
         except (ValueError, TypeError, OverflowError, RecursionError) as exc:
             # The client could not encode the arguments as JSON (a lone surrogate, say): nothing was sent.
             if isinstance(exc, (RecursionError, OverflowError)) or "JSON" in str(exc) or "serializ" in str(exc).lower() or "surrogate" in str(exc):
@@ -404,3 +428,90 @@ def _short(args: Any) -> str:
     except (ValueError, RecursionError):
         text = repr(args)
     return text[:300]
+
+
+# -- below the client: raw JSON-RPC lines on the server's stdin -------------------------------------------
+
+RAW_GARBAGE = [
+    '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"read_file","arguments":{"absolute_path":"\\ud800"}}}',
+    '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"read_file","arguments":[1,2]}}',
+    '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":"read_file"}',
+    '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":{"x":1}}}',
+    '{"jsonrpc":"2.0","id":14,"method":"tools/cal"}',
+    '{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"read_file","arguments":{"absolute_path":' + '[' * 5000 + ']' * 5000 + '}}}',
+    '{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"read_file","arguments":{"absolute_path":"' + "A" * 3_000_000 + '"}}}',
+    '{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"read_file","arguments":{"absolute_path":"a.txt","offset":1e308}}}',
+    '{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"read_file","arguments":{"absolute_path":"a.txt","limit":123456789012345678901234567890}}}',
+    '{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"read_file","arguments":{"absolute_path":"a.txt","absolute_path":"/etc/passwd"}}}',
+    '{"jsonrpc":"2.0","id":20,"method":"tools/list","params":{"cursor":"\\u0000../../"}}',
+    '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}',
+    '{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}',
+    '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}',
+    '{"jsonrpc":"1.0","id":21,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":22}',
+    '[{"jsonrpc":"2.0","id":23,"method":"ping"}]',
+    "[]",
+    "{}",
+    "null",
+    '{"jsonrpc":',
+    "\x00\x01\x02",
+    "\ufeff{}",
+    "{" * 100_000,
+    '"' + "x" * 1_000_000 + '"',
+]
+
+
+def test_raw_jsonrpc_garbage_keeps_the_server_answering(root: Path) -> None:
+    """Malformed, oversized and mistyped JSON-RPC lines straight onto stdin: after each one a ping must be
+    answered, stdout must carry only JSON-RPC, and a real call must still work at the end."""
+    import queue
+    import subprocess
+    import threading
+
+    (root / "a.txt").write_text("raw ok\n")
+    params = stdio_params([root])
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **params.env},
+        cwd=params.cwd,
+    )
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    def send(text: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(text.encode("utf-8", "surrogatepass") + b"\n")
+        proc.stdin.flush()
+
+    def response(request_id: Any, timeout: float = 20.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no response to {request_id!r}; server alive: {proc.poll() is None}"
+            try:
+                raw = lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            message = json.loads(raw)  # stdout carries JSON-RPC only
+            if isinstance(message, dict) and message.get("id") == request_id:
+                return message
+
+    try:
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        assert "result" in response(1)
+        send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        for n, garbage in enumerate(RAW_GARBAGE):
+            send(garbage)
+            send(json.dumps({"jsonrpc": "2.0", "id": f"ping-{n}", "method": "ping"}))
+            assert "result" in response(f"ping-{n}"), garbage[:80]
+        call = {"name": "read_file", "arguments": {"absolute_path": str(root / "a.txt")}}
+        send(json.dumps({"jsonrpc": "2.0", "id": "last", "method": "tools/call", "params": call}))
+        assert "raw ok" in response("last")["result"]["content"][0]["text"]
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
