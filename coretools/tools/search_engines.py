@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import json
 import os
 import re
@@ -82,6 +83,7 @@ class Collector:
         self._order: list[tuple[int, str]] = []  # the keys of `kept`, sorted
         self.stored = 0
         self.stopped: str | None = None
+        self.unverified_files = 0  # files rg reported that the gateway's copy did not (wholly) confirm
 
     def could_keep(self, key: tuple[int, str]) -> bool:
         return self.stored < self.cap or key < self._order[-1]
@@ -148,19 +150,34 @@ class Visibility:
 
 
 # -- ripgrep ----------------------------------------------------------------------------------------------
+#
+# rg walks the tree by name, so a directory swapped for a symlink between the gateway's check of the search
+# directory and rg's descent could make rg read a file outside the roots. Nothing rg read is shown: for each
+# file it reports, the file is opened again through the workspace gateway (a contained open of its
+# root-relative path), and each reported line is read from that descriptor at the byte offset rg gives and
+# compared with the line rg reported. Only lines that verify are counted and shown, and the text shown is the
+# gateway's. A file that cannot be opened through the gateway, or a line that differs, is left out and
+# counted as unverified.
 
-_RG_TYPE = re.compile(rb'^\{"type":"(\w+)"')
+_BEGIN = b'{"type":"begin"'
+_MATCH = b'{"type":"match"'
+_END = b'{"type":"end"'
+_JSON_STR = rb'"((?:[^"\\]|\\.)*)"'
 _LINE_NUMBER = re.compile(rb'"line_number":(\d+)')
+_OFFSET = re.compile(rb'"absolute_offset":(\d+)')
 _LINES_TEXT = re.compile(rb'"lines":\{"text":"')
+_MATCH_FIELDS = re.compile(
+    rb'"lines":\{"(text|bytes)":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),'
+)
+_BEGIN_TEXT = re.compile(rb'^\{"type":"begin","data":\{"path":\{"text":' + _JSON_STR + rb'\}\}\}$')
+UTF8_BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def _json_text(obj: dict) -> str:
     if "text" in obj:
         return obj["text"]
     return base64.b64decode(obj.get("bytes", "")).decode("utf-8", "surrogateescape")
-
-
-_BEGIN_TEXT = re.compile(rb'^\{"type":"begin","data":\{"path":\{"text":"((?:[^"\\\\]|\\\\.)*)"\}\}\}$')
 
 
 def _begin_path(data: bytes) -> str:
@@ -170,19 +187,132 @@ def _begin_path(data: bytes) -> str:
     return _json_text(json.loads(data)["data"]["path"])
 
 
-def _salvage_match(line: ripgrep.RgLine) -> tuple[int, str] | None:
-    """A match record too long to keep whole: its line number (near the end) and the start of its text."""
+def _unescape(raw: bytes) -> bytes | None:
+    """The bytes of a JSON string body as rg wrote it (rg's `text` is valid UTF-8)."""
+    if b"\\" not in raw:
+        return raw
+    if raw.endswith(b"\\n") and b"\\" not in raw[:-2]:
+        return raw[:-2] + b"\n"
+    try:
+        return json.loads(b'"' + raw + b'"').encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        return None
+
+
+@dataclass
+class RgMatch:
+    """What rg claims about one matching line: where it is and what it says. `cut`: `data` is only the
+    start of a line too long to keep whole."""
+
+    number: int
+    offset: int
+    data: bytes
+    cut: bool = False
+
+
+def parse_match(line: ripgrep.RgLine) -> RgMatch | None:
+    """One `match` record of rg's JSON, without a full JSON parse in the common case."""
+    if line.cut:
+        return _salvage_match(line)
+    m = _MATCH_FIELDS.search(line.data)
+    if m is not None:
+        raw = m.group(2)
+        data = _unescape(raw) if m.group(1) == b"text" else base64.b64decode(raw)
+        return None if data is None else RgMatch(int(m.group(3)), int(m.group(4)), data)
+    try:
+        obj = json.loads(line.data)["data"]
+        text = obj["lines"]
+        data = text["text"].encode("utf-8") if "text" in text else base64.b64decode(text.get("bytes", ""))
+        return RgMatch(int(obj["line_number"]), int(obj["absolute_offset"]), data)
+    except (ValueError, KeyError, TypeError, UnicodeEncodeError):
+        return None
+
+
+def _salvage_match(line: ripgrep.RgLine) -> RgMatch | None:
+    """A match record too long to keep whole: its line number and offset (near the end) and the start of
+    its text."""
     number = _LINE_NUMBER.findall(line.tail)
+    offset = _OFFSET.findall(line.tail)
     start = _LINES_TEXT.search(line.head)
-    if not number or not start:
+    if not number or not offset or not start:
         return None
     raw = line.head[start.end() : start.end() + 4 * MAX_LINE_CHARS].decode("utf-8", "replace")
     raw = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", raw)
     try:
         text = json.loads(f'"{raw}"')
     except ValueError:
-        text = raw
-    return int(number[-1]), text[:MAX_LINE_CHARS] + TRUNCATED_MARK
+        return None
+    # the chunk may end inside a character (decoded as U+FFFD): compare only what is surely whole
+    text = text[:MAX_LINE_CHARS].rstrip("\ufffd")
+    return RgMatch(int(number[-1]), int(offset[-1]), text.encode("utf-8", "surrogateescape"), cut=True)
+
+
+class GatewayCopy:
+    """A file rg reported, as the workspace gateway reads it: rg's byte offsets are into the stream it
+    searched, which is the file without a UTF-8 byte-order mark, or transcoded to UTF-8 when the file has a
+    UTF-16 one; this reproduces that stream. Reads go through a small block cache (matches come in order)."""
+
+    BLOCK = 1 << 16
+    MAX_TRANSCODED = 64 << 20
+
+    def __init__(self, handle) -> None:
+        self.fd = handle.fileno()
+        head = os.pread(self.fd, 3, 0)
+        self.shift = 3 if head == UTF8_BOM else 0
+        self.block_start = 0
+        self.block = b""
+        self.whole = False
+        if head[:2] in UTF16_BOMS:
+            size = os.fstat(self.fd).st_size
+            data = os.pread(self.fd, size, 0) if size <= self.MAX_TRANSCODED else b""
+            self.block = data.decode("utf-16", "replace").encode("utf-8") if data else b""
+            self.whole = True
+
+    def read(self, offset: int, size: int) -> bytes:
+        if self.whole:
+            return self.block[offset : offset + size]
+        offset += self.shift
+        end = offset + size
+        if not (self.block_start <= offset and end <= self.block_start + len(self.block)):
+            self.block = os.pread(self.fd, max(size, self.BLOCK), offset)
+            self.block_start = offset
+        return self.block[offset - self.block_start : end - self.block_start]
+
+    def confirm(self, claim: RgMatch) -> str | None:
+        """The line's text as read through the gateway if it is what rg reported, else None."""
+        data = self.read(claim.offset, len(claim.data))
+        if data != claim.data:
+            return None
+        text = data.decode("utf-8", "surrogateescape")
+        return text[:MAX_LINE_CHARS] + TRUNCATED_MARK if claim.cut else clip(text)
+
+
+class _Reported:
+    """The matches rg reports for one file, kept only as far as the gateway's copy confirms them."""
+
+    def __init__(self, key: tuple[int, str], copy: GatewayCopy, closer: contextlib.ExitStack) -> None:
+        self.key = key
+        self.copy = copy
+        self.closer = closer
+        self.count = 0
+        self.rejected = 0
+        self.lines: list[tuple[int, str]] = []
+
+    def match(self, line: ripgrep.RgLine, want_text: bool) -> None:
+        claim = parse_match(line)
+        try:
+            text = self.copy.confirm(claim) if claim is not None else None
+        except OSError:
+            text = None
+        if text is None:
+            self.rejected += 1
+            return
+        self.count += 1
+        if want_text:
+            self.lines.append((claim.number, text))
+
+    def close(self) -> None:
+        self.closer.close()
 
 
 class RipgrepEngine:
@@ -192,8 +322,8 @@ class RipgrepEngine:
         self.binary = binary
 
     def search(self, job: Job) -> bool:
-        ws, targets, req, out, check, progress = job.ws, job.targets, job.req, job.out, job.check, job.progress
         """Search every target; False (before anything is collected) when rg cannot express the rules."""
+        ws, targets, req = job.ws, job.targets, job.req
         plans = []
         for target in targets:
             if target.is_dir:
@@ -207,14 +337,27 @@ class RipgrepEngine:
                 rules = ripgrep.RgRules(["--no-config", "--no-messages"])
             plans.append((target, rules))
         for target, rules in plans:
-            self._one(ws, target, rules, req, out, check, progress)
-            if out.stopped:
+            self._one(job, target, rules)
+            if job.out.stopped:
                 break
         return True
 
-    def _one(self, ws, target: Target, rules, req: Request, out: Collector, check, progress) -> None:
+    def _open_reported(self, ws: Workspace, target: Target, rel: str | None) -> _Reported | None:
+        """Open a file rg reported (`rel` below the target; None for a single-file target) through the
+        gateway; None if it cannot be (gone, swapped for a link out of the root, not a regular file)."""
+        full = target.rel if rel is None else (f"{target.rel}/{rel}" if target.rel else rel)
+        shown = target.path if rel is None else target.display_prefix + rel
+        closer = contextlib.ExitStack()
+        try:
+            _, handle = closer.enter_context(ws.open_file(Location(target.root, full, ws.shown_path(target.root, full))))
+            return _Reported((target.index, shown), GatewayCopy(handle), closer)
+        except (ToolError, OSError):
+            closer.close()
+            return None
+
+    def _one(self, job: Job, target: Target, rules: ripgrep.RgRules) -> None:
+        ws, req, out = job.ws, job.req, job.out
         argv = [self.binary, "--json", "--ignore-case", *rules.flags, "--regexp", req.pattern]
-        proc_path = f"/proc/{os.getpid()}/fd/{target.fd}"
         if target.is_dir:
             if req.include:
                 argv += ["--glob", req.include]
@@ -222,46 +365,46 @@ class RipgrepEngine:
             cwd = ripgrep.dir_cwd(target.fd, target.path)
             visibility = Visibility(ws, target, req.allow_protected)
         else:
-            argv.append(proc_path)
+            argv.append(f"/proc/{os.getpid()}/fd/{target.fd}")
             cwd = "/"
             visibility = None
-        run = ripgrep.RgRun(argv, cwd, rules.ignore_files, timeout=req.timeout, check=check)
-        key: tuple[int, str] | None = None
-        keep = False
-        count = 0
-        lines: list[tuple[int, str]] = []
+        run = ripgrep.RgRun(argv, cwd, rules.ignore_files, timeout=req.timeout, check=job.check)
+        current: _Reported | None = None
         last_progress = time.monotonic()
-        for line in run.lines():
-            kind = _RG_TYPE.match(line.head)
-            kind = kind.group(1) if kind else b""
-            if kind == b"match":
-                if key is None:
-                    continue
-                count += 1
-                if keep and len(lines) < req.cap and out.could_keep(key):
-                    hit = _parse_match(line)
-                    if hit is not None:
-                        lines.append(hit)
-            elif kind == b"begin":
-                rel = _begin_path(line.data)
-                rel = rel[2:] if rel.startswith("./") else rel
-                if visibility is not None and not visibility.visible(rel):
-                    key = None
-                    continue
-                shown = target.display_prefix + rel if visibility is not None else target.path
-                key = (target.index, shown)
-                keep = True
-                count = 0
-                lines = []
-            elif kind == b"end":
-                if key is not None and b'"binary_offset":null' in line.head:
-                    out.commit(key, count, lines)
-                key = None
-                lines = []
-                now = time.monotonic()
-                if now - last_progress > 0.25:
-                    last_progress = now
-                    progress(out)
+        try:
+            for line in run.lines():
+                head = line.head
+                if head.startswith(_MATCH):
+                    if current is not None:
+                        current.match(line, len(current.lines) < req.cap and out.could_keep(current.key))
+                elif head.startswith(_BEGIN):
+                    if current is not None:  # pragma: no cover - rg always ends a file before the next
+                        current.close()
+                    current = None
+                    rel = None
+                    if visibility is not None:
+                        rel = _begin_path(line.data)
+                        rel = rel[2:] if rel.startswith("./") else rel
+                        if not visibility.visible(rel):
+                            continue
+                    current = self._open_reported(ws, target, rel)
+                    if current is None:
+                        out.unverified_files += 1
+                elif head.startswith(_END):
+                    if current is not None:
+                        current.close()
+                        if b'"binary_offset":null' in head:
+                            out.commit(current.key, current.count, current.lines)
+                            if current.rejected:
+                                out.unverified_files += 1
+                    current = None
+                    now = time.monotonic()
+                    if now - last_progress > 0.25:
+                        last_progress = now
+                        job.progress(out)
+        finally:
+            if current is not None:
+                current.close()
         if run.stopped:
             out.stopped = run.stopped
             return
@@ -283,13 +426,6 @@ def _rg_error(message: str) -> str:
     lines = [ln.rstrip() for ln in message.splitlines() if ln.strip()]
     detail = next((ln.split("error:", 1)[1].strip() for ln in lines if ln.startswith("error:")), "")
     return (detail or " ".join(lines))[:500] + ("." if detail and not detail.endswith(".") else "")
-
-
-def _parse_match(line: ripgrep.RgLine) -> tuple[int, str] | None:
-    if line.cut:
-        return _salvage_match(line)
-    data = json.loads(line.data)["data"]
-    return data["line_number"], clip(_json_text(data["lines"]))
 
 
 # -- pure Python ------------------------------------------------------------------------------------------

@@ -174,8 +174,14 @@ def _format(
         "shown_matches": 0,
         "truncated": False,
         "engine": engine,
+        "unverified_files": out.unverified_files,
     }
     stopped = f" Note: {out.stopped}, so the totals are lower bounds." if out.stopped else ""
+    if out.unverified_files:
+        stopped += (
+            f" Note: {_plural(out.unverified_files, 'file')} changed during the search (or could not be read again "
+            "inside the workspace); their unconfirmed matches are left out."
+        )
     if out.total_matches == 0:
         structured["stopped"] = out.stopped
         return ToolResult.text(f'No matches found for pattern "{req.pattern}" {where}{flt}.{stopped}', structured)
