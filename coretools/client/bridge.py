@@ -135,8 +135,9 @@ class Bridge:
     * ``reserved_names``: names the host uses itself; tools never get published under them.
     * ``confirm``: called before running a tool of a server without ``trust: true``; when it
       returns false the call becomes an error outcome ("declined").
-    * ``protocol``: the MCP client handshake; ``legacy`` (the ``initialize`` handshake every
-      current host uses) is the only mode whose ``tools/list_changed`` the bridge follows.
+
+    Sessions use the ``initialize`` handshake (the 2025-era protocol every current host
+    speaks), on which servers push ``notifications/tools/list_changed``.
     """
 
     def __init__(

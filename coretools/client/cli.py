@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -72,33 +73,34 @@ def _add_bridge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--connect-timeout", type=float, default=30.0, help="seconds per server to connect (default 30)")
 
 
-def _load(args: argparse.Namespace) -> Bridge | None:
+def _run_with_bridge(args: argparse.Namespace, body: Callable[[Bridge], Awaitable[int]]) -> int:
+    """Load the config, start the bridge, report failed servers, run ``body``; the exit code."""
     try:
         configs = load_config(args.config)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return None
-    return Bridge(configs, prefix=args.prefix, connect_timeout=args.connect_timeout)
-
-
-def _report_failures(bridge: Bridge) -> None:
-    for failure in bridge.failures:
-        print(f"warning: MCP server {failure}", file=sys.stderr)
-
-
-def tools_command(args: argparse.Namespace) -> int:
-    bridge = _load(args)
-    if bridge is None:
         return 2
 
     async def main() -> int:
-        async with bridge:
-            _report_failures(bridge)
-            tools = bridge.openai_tools() if args.format == "openai" else bridge.gemini_tools(args.profile)
-            print(json.dumps(tools, indent=2, ensure_ascii=False))
-            return 1 if bridge.failures else 0
+        async with Bridge(configs, prefix=args.prefix, connect_timeout=args.connect_timeout) as bridge:
+            for failure in bridge.failures:
+                print(f"warning: MCP server {failure}", file=sys.stderr)
+            return await body(bridge)
 
-    return anyio.run(main)
+    try:
+        return anyio.run(main)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+
+
+def tools_command(args: argparse.Namespace) -> int:
+    async def body(bridge: Bridge) -> int:
+        tools = bridge.openai_tools() if args.format == "openai" else bridge.gemini_tools(args.profile)
+        print(json.dumps(tools, indent=2, ensure_ascii=False))
+        return 1 if bridge.failures else 0
+
+    return _run_with_bridge(args, body)
 
 
 def call_command(args: argparse.Namespace) -> int:
@@ -110,25 +112,20 @@ def call_command(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         print("error: the arguments must be a JSON object", file=sys.stderr)
         return 2
-    bridge = _load(args)
-    if bridge is None:
-        return 2
 
-    async def main() -> int:
-        async with bridge:
-            _report_failures(bridge)
-            if bridge.lookup(args.name) is None:
-                names = ", ".join(t.name for t in bridge.tools) or "none"
-                print(f"error: no tool named {args.name!r}; published: {names}", file=sys.stderr)
-                return 2
-            outcome = await bridge.call(args.name, arguments)
-            if args.format == "text":
-                print(outcome.as_text())
-            else:
-                print(json.dumps(function_response_part(outcome, multimodal=True), indent=2, ensure_ascii=False))
-            return 0 if outcome.ok else 1
+    async def body(bridge: Bridge) -> int:
+        if bridge.lookup(args.name) is None:
+            names = ", ".join(t.name for t in bridge.tools) or "none"
+            print(f"error: no tool named {args.name!r}; published: {names}", file=sys.stderr)
+            return 2
+        outcome = await bridge.call(args.name, arguments)
+        if args.format == "text":
+            print(outcome.as_text())
+        else:
+            print(json.dumps(function_response_part(outcome, multimodal=True), indent=2, ensure_ascii=False))
+        return 0 if outcome.ok else 1
 
-    return anyio.run(main)
+    return _run_with_bridge(args, body)
 
 
 def chat_command(args: argparse.Namespace) -> int:
@@ -140,18 +137,12 @@ def chat_command(args: argparse.Namespace) -> int:
         print("error: set GEMINI_API_KEY", file=sys.stderr)
         return 2
     base_url = os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_BASE_URL
-    bridge = _load(args)
-    if bridge is None:
-        return 2
     lines = _LineReader()
 
     async def confirm(tool: PublishedTool, arguments: dict[str, Any]) -> bool:
         print(f"? run {tool.name} {json.dumps(arguments, ensure_ascii=False)} [y/N] ", end="", file=sys.stderr, flush=True)
         answer = await lines.read()
         return (answer or "").strip().lower() in ("y", "yes")
-
-    if not args.yes:
-        bridge.confirm = confirm
 
     def on_event(kind: str, payload: Any) -> None:
         if kind == "text":
@@ -163,48 +154,48 @@ def chat_command(args: argparse.Namespace) -> int:
             status = "error: " + str(response["error"]) if "error" in response else "ok"
             print(f"< {payload['functionResponse']['name']}: {status[:200]}", file=sys.stderr, flush=True)
 
-    async def main() -> int:
-        async with bridge:
-            _report_failures(bridge)
-            print(f"{len(bridge.tools)} tools from {', '.join(bridge.connected) or 'no servers'}; /exit to quit", file=sys.stderr)
-            history: list[dict[str, Any]] = []
-            interactive = sys.stdin.isatty()
-            while True:
-                if interactive:
-                    print("you> ", end="", file=sys.stderr, flush=True)
-                line = await lines.read()
-                if line is None or line.strip() in ("/exit", "/quit"):
-                    return 0
-                if not line.strip():
-                    continue
-                if line.strip() == "/tools":
-                    print("\n".join(t.name for t in bridge.tools), file=sys.stderr)
-                    continue
-                history.append({"role": "user", "parts": [{"text": line.rstrip("\n")}]})
-                try:
-                    result = await run_rest(
-                        bridge,
-                        history,
-                        model=args.model,
-                        api_key=api_key,
-                        base_url=base_url,
-                        stream=not args.no_stream,
-                        profile=args.profile,
-                        system_instruction=args.system,
-                        max_turns=args.max_turns,
-                        multimodal=supports_multimodal_function_responses(args.model),
-                        on_event=on_event,
-                    )
-                except GeminiHTTPError as exc:
-                    print(f"\nerror: {exc}", file=sys.stderr)
-                    history.pop()
-                    continue
-                print(flush=True)
-                if not result.completed:
-                    print(f"(stopped after {args.max_turns} model requests)", file=sys.stderr)
-                history = result.contents
+    async def body(bridge: Bridge) -> int:
+        if not args.yes:
+            bridge.confirm = confirm
+        print(f"{len(bridge.tools)} tools from {', '.join(bridge.connected) or 'no servers'}; /exit to quit", file=sys.stderr)
+        history: list[dict[str, Any]] = []
+        interactive = sys.stdin.isatty()
+        while True:
+            if interactive:
+                print("you> ", end="", file=sys.stderr, flush=True)
+            line = await lines.read()
+            if line is None or line.strip() in ("/exit", "/quit"):
+                return 0
+            if not line.strip():
+                continue
+            if line.strip() == "/tools":
+                print("\n".join(t.name for t in bridge.tools), file=sys.stderr)
+                continue
+            history.append({"role": "user", "parts": [{"text": line.rstrip("\n")}]})
+            try:
+                result = await run_rest(
+                    bridge,
+                    history,
+                    model=args.model,
+                    api_key=api_key,
+                    base_url=base_url,
+                    stream=not args.no_stream,
+                    profile=args.profile,
+                    system_instruction=args.system,
+                    max_turns=args.max_turns,
+                    multimodal=supports_multimodal_function_responses(args.model),
+                    on_event=on_event,
+                )
+            except GeminiHTTPError as exc:
+                print(f"\nerror: {exc}", file=sys.stderr)
+                history.pop()
+                continue
+            print(flush=True)
+            if not result.completed:
+                print(f"(stopped after {args.max_turns} model requests)", file=sys.stderr)
+            history = result.contents
 
-    return anyio.run(main)
+    return _run_with_bridge(args, body)
 
 
 class _LineReader:

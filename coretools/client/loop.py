@@ -345,9 +345,7 @@ async def run_rest(
     backend = RestBackend(
         model=model, api_key=api_key, base_url=base_url, api_version=api_version, stream=stream, http_client=http_client
     )
-    if multimodal is None:
-        multimodal = supports_multimodal_function_responses(model)
-    return await run_loop(bridge, backend, prompt, multimodal=multimodal, **options)
+    return await _run_for_model(bridge, backend, prompt, model, multimodal, options)
 
 
 async def run_code_assist(
@@ -367,9 +365,7 @@ async def run_code_assist(
     backend = CodeAssistBackend(
         model=model, project=project, access_token=access_token, base_url=base_url, stream=stream, http_client=http_client
     )
-    if multimodal is None:
-        multimodal = supports_multimodal_function_responses(model)
-    return await run_loop(bridge, backend, prompt, multimodal=multimodal, **options)
+    return await _run_for_model(bridge, backend, prompt, model, multimodal, options)
 
 
 async def run_genai(
@@ -383,6 +379,18 @@ async def run_genai(
     **options: Any,
 ) -> RunResult:
     """The loop through a ``google.genai.Client``."""
+    return await _run_for_model(bridge, GenaiBackend(client, model=model, stream=stream), prompt, model, multimodal, options)
+
+
+async def _run_for_model(
+    bridge: Bridge,
+    backend: Backend,
+    prompt: str | Sequence[Mapping[str, Any]],
+    model: str,
+    multimodal: bool | None,
+    options: dict[str, Any],
+) -> RunResult:
+    """``run_loop`` with ``multimodal`` defaulting to what the model supports."""
     if multimodal is None:
         multimodal = supports_multimodal_function_responses(model)
-    return await run_loop(bridge, GenaiBackend(client, model=model, stream=stream), prompt, multimodal=multimodal, **options)
+    return await run_loop(bridge, backend, prompt, multimodal=multimodal, **options)

@@ -17,7 +17,7 @@ Like the real API it checks every request and answers HTTP 400 on a violation:
   ``thoughtSignature``; the SDK path compares signature bytes, since google-genai re-encodes
   base64 URL-safe);
 * every model turn with calls must be followed by a user turn with one ``functionResponse``
-  per call, in order, with matching names (and ids, when the model sent ids).
+  per call, in order, with matching names (and, when a response carries an id, the call's id).
 
 Violations are also collected in ``errors`` so a test can assert on them.
 """
@@ -267,8 +267,8 @@ class FakeGemini:
             )
             for call, response in zip(calls, responses):
                 check(response.get("name") == call["name"], f"response name {response.get('name')} does not match call {call['name']}")
-                if call.get("id"):
-                    check(response.get("id") == call["id"], f"response id {response.get('id')} does not match call id {call['id']}")
+                if response.get("id") is not None:
+                    check(response["id"] == call.get("id"), f"response id {response['id']} does not match call id {call.get('id')}")
                 check(isinstance(response.get("response"), dict), "functionResponse.response must be an object")
 
     def _same_parts(self, sent: list[dict[str, Any]], issued: list[dict[str, Any]]) -> bool:

@@ -319,3 +319,16 @@ async def test_conversation_continues_with_history_verbatim(backend: Backend, br
             result = await run_genai(bridge, history, client=client, model=backend.model, stream=True)
     assert fake_gemini.errors == []
     assert result.text == "second answer"
+
+
+async def test_ids_can_be_switched_off_for_backends_that_reject_them(bridge: Bridge, fake_gemini: FakeGemini) -> None:
+    def call(request: Request) -> list[Chunk]:
+        return [[{"functionCall": {"id": "v1", "name": "a__echo", "args": {"text": "x"}}, "thoughtSignature": fake_gemini.new_signature()}]]
+
+    def answer(request: Request) -> list[Chunk]:
+        check(request.last_responses() == [{"name": "a__echo", "response": {"output": "a: x"}}], f"{request.last_responses()}")
+        return [[{"text": "ok"}]]
+
+    fake_gemini.script(call, answer)
+    result = await run_rest(bridge, "go", model="gemini-2.5-flash", base_url=fake_gemini.base_url, include_ids=False)
+    assert fake_gemini.errors == [] and result.text == "ok"
