@@ -28,11 +28,11 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp.types as mcp_types
 from mcp import ClientSession, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from .config import ServerConfig, load_config
 from .convert import (
@@ -251,7 +251,8 @@ class Bridge:
         assert config.url is not None
         if config.transport == "sse":
             return sse_client(config.url, headers=dict(config.headers))
-        http_client = create_mcp_http_client(headers=dict(config.headers))
+        # The SDK's defaults: 30 s to connect and write, 300 s between reads of a held-open stream.
+        http_client = httpx2.AsyncClient(headers=dict(config.headers), timeout=httpx2.Timeout(30.0, read=300.0))
         stack.push_async_callback(http_client.aclose)
         return streamable_http_client(config.url, http_client=http_client)
 

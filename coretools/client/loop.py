@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -342,10 +343,11 @@ async def run_rest(
     **options: Any,
 ) -> RunResult:
     """The loop against ``generateContent`` (or SSE streaming with ``stream=True``)."""
-    backend = RestBackend(
-        model=model, api_key=api_key, base_url=base_url, api_version=api_version, stream=stream, http_client=http_client
-    )
-    return await _run_for_model(bridge, backend, prompt, model, multimodal, options)
+    async with _http_client(http_client) as client:
+        backend = RestBackend(
+            model=model, api_key=api_key, base_url=base_url, api_version=api_version, stream=stream, http_client=client
+        )
+        return await _run_for_model(bridge, backend, prompt, model, multimodal, options)
 
 
 async def run_code_assist(
@@ -362,10 +364,11 @@ async def run_code_assist(
     **options: Any,
 ) -> RunResult:
     """The loop against the Code Assist envelope (Gemini CLI's OAuth path)."""
-    backend = CodeAssistBackend(
-        model=model, project=project, access_token=access_token, base_url=base_url, stream=stream, http_client=http_client
-    )
-    return await _run_for_model(bridge, backend, prompt, model, multimodal, options)
+    async with _http_client(http_client) as client:
+        backend = CodeAssistBackend(
+            model=model, project=project, access_token=access_token, base_url=base_url, stream=stream, http_client=client
+        )
+        return await _run_for_model(bridge, backend, prompt, model, multimodal, options)
 
 
 async def run_genai(
@@ -380,6 +383,16 @@ async def run_genai(
 ) -> RunResult:
     """The loop through a ``google.genai.Client``."""
     return await _run_for_model(bridge, GenaiBackend(client, model=model, stream=stream), prompt, model, multimodal, options)
+
+
+@asynccontextmanager
+async def _http_client(given: httpx2.AsyncClient | None) -> AsyncIterator[httpx2.AsyncClient]:
+    """The caller's client, or one client (one connection pool) for every turn of a run."""
+    if given is not None:
+        yield given
+        return
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=30.0)) as client:
+        yield client
 
 
 async def _run_for_model(
