@@ -47,10 +47,8 @@ def fake_rg(monkeypatch: pytest.MonkeyPatch, records: list[dict]) -> None:
             self.returncode = 0
             self.stderr = b""
 
-        def lines(self):
-            for record in records:
-                data = json.dumps(record, separators=(",", ":")).encode()
-                yield ripgrep.RgLine(data, data, b"", False)
+        def batches(self):
+            yield [json.dumps(record, separators=(",", ":")).encode() for record in records]
 
     monkeypatch.setattr(ripgrep, "RgRun", FakeRun)
 
@@ -96,12 +94,12 @@ async def test_directory_swapped_between_rg_and_verification(
     real_open = search_engines.RipgrepEngine._open_reported
     swapped = []
 
-    def swap_then_open(self, ws, target, rel):
+    def swap_then_open(self, ws, target, rel, view):
         if not swapped:
             os.unlink(root / "d")
             write_files(root, {"d/secret.txt": "INSIDE SECRET\n"})  # 14 bytes, as long as the decoy line
             swapped.append(rel)
-        return real_open(self, ws, target, rel)
+        return real_open(self, ws, target, rel, view)
 
     monkeypatch.setattr(search_engines.RipgrepEngine, "_open_reported", swap_then_open)
     result = await search(root, {"pattern": "SECRET"})

@@ -16,10 +16,13 @@ the `.gitignore`s of the directories between the root and the search directory (
 directory, see `reroot`), and `<root>/.geminiignore`. Up to `.geminiignore` this is exactly coretools'
 precedence. `.geminiignore` ranks above the `.gitignore`s in coretools but below them in rg, which only
 matters when it *un-ignores* (`!pattern`): then `rg_rules` returns None and the caller uses the Python
-engine. Without negations rg can only search a superset (a `.gitignore` `!keep` beating a `.geminiignore`
-`keep`), so callers post-filter every matched file through the same `IgnoreRules` the walk uses.
-Hidden files are searched (`--hidden`), symlinks are never followed (no `-L`), `.git` is pruned by an
-override glob; secret `.env` files are dropped by the post-filter (the protected-path rule).
+engine. Without negations rg can only see a superset (a `.gitignore` `!keep` beating a `.geminiignore`
+`keep`): the paths where `.geminiignore` matches a component. So callers re-check what rg reports
+(`Recheck`) with `.geminiignore` alone when rg searched a root, and with the whole `IgnoreRules` the walk
+uses when the rules had to be re-anchored for a subdirectory (`reroot`) or a `--glob` override (which beats
+every ignore rule in rg) was added. Hidden files are searched (`--hidden`), symlinks are never followed
+(no `-L`), `.git` is pruned by an override glob; protected names (secret `.env` files, `.git` spelled
+otherwise) are always dropped by the re-check.
 """
 
 from __future__ import annotations
@@ -36,7 +39,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from coretools.server.ignore import DEFAULT_EXCLUDES, GEMINIIGNORE, GIT_INFO_EXCLUDE, GITIGNORE, IgnoreOptions
+from coretools.server.ignore import (
+    DEFAULT_EXCLUDES,
+    GEMINIIGNORE,
+    GIT_INFO_EXCLUDE,
+    GITIGNORE,
+    IgnoreOptions,
+    IgnoreRules,
+)
+from coretools.server.workspace import protected_name
 
 BASE_FLAGS = (
     "--no-config",
@@ -81,6 +92,15 @@ class RgRules:
 
     flags: list[str] = field(default_factory=list)
     ignore_files: list[bytes] = field(default_factory=list)
+    recheck: str = "full"  # what rg's verdict may get wrong: "none", "gemini" (.geminiignore only), "full"
+
+    def recheck_options(self, options: IgnoreOptions) -> IgnoreOptions | None:
+        """The ignore sources a reported path must still be judged by (None: protected names only)."""
+        if self.recheck == "full":
+            return options
+        if self.recheck == "gemini":
+            return IgnoreOptions(git=False, gemini=True, defaults=False)
+        return None
 
 
 def rg_rules(
@@ -111,8 +131,53 @@ def rg_rules(
         if any(line.startswith("!") for line in lines):
             return None
         layers.append(reroot(lines, tail))
+        gemini = bool(lines)
+    else:
+        gemini = False
     rules.ignore_files = [("\n".join(layer) + "\n").encode("utf-8", "surrogateescape") for layer in layers if layer]
+    rules.recheck = "full" if tail else "gemini" if gemini else "none"
     return rules
+
+
+class Recheck:
+    """Our verdict on the paths rg reported below `base` (root-relative), where rg's could differ: protected
+    names always (each component), and each component judged by `rules` when given (see `RgRules.recheck`).
+    A directory is judged once; `hidden` counts what was left out (a directory once, like the walk)."""
+
+    def __init__(self, rules: IgnoreRules | None, base: str, allow_protected: bool) -> None:
+        self.rules = rules
+        self.base = base
+        self.allow_protected = allow_protected
+        self.hidden = 0
+        self._dirs: dict[str, bool] = {"": True}
+
+    def _hidden(self, rel: str, is_dir: bool) -> bool:
+        name = rel.rpartition("/")[2]
+        if not self.allow_protected and protected_name(name):
+            return True
+        if self.rules is None:
+            return False
+        return self.rules.decide(f"{self.base}/{rel}" if self.base else rel, is_dir)
+
+    def _dir_visible(self, rel: str) -> bool:
+        hit = self._dirs.get(rel)
+        if hit is None:
+            hit = self._dir_visible(rel.rpartition("/")[0])
+            if hit and self._hidden(rel, True):
+                hit = False
+                self.hidden += 1
+            self._dirs[rel] = hit
+        return hit
+
+    def visible(self, rel: str) -> bool:
+        """`rel` is relative to `base`; judged like the walk, each component below `base` by its own name
+        and the rules (`base` itself was checked when it was opened)."""
+        if not self._dir_visible(rel.rpartition("/")[0]):
+            return False
+        if self._hidden(rel, False):
+            self.hidden += 1
+            return False
+        return True
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -292,9 +357,10 @@ def dir_cwd(fd: int, fallback: str) -> str:
 
 @dataclass
 class RgRun:
-    """One rg process: started in its own process group, its stdout read as a stream of lines with a bound
-    on each line and on the whole, a deadline, and a `check` callback (cancellation) polled while waiting.
-    Whatever happens, the process group is killed and reaped when the iteration ends."""
+    """One rg process: started in its own process group, its stdout read as a stream of records (lines, or
+    `sep`-terminated) with a bound on each record and on the whole, a deadline, and a `check` callback
+    (cancellation) polled while waiting. Whatever happens, the process group is killed and reaped when the
+    iteration ends. `count_in_stderr`: count the stderr lines containing it (in `stderr_hits`)."""
 
     argv: list[str]
     cwd: str
@@ -303,11 +369,26 @@ class RgRun:
     max_line: int = 256 * 1024
     max_total: int = 1 << 30
     check: Callable[[], None] | None = None
+    sep: bytes = b"\n"
+    count_in_stderr: bytes = b""
     stderr: bytes = b""
+    stderr_hits: int = 0
     returncode: int | None = None
     stopped: str | None = None  # why the stream was cut short (timeout, output bound)
 
     def lines(self) -> Iterator[RgLine]:
+        """Each record; one longer than `max_line` comes cut (its head and its last 4 KB)."""
+        for batch in self.batches():
+            for item in batch:
+                yield item if isinstance(item, RgLine) else RgLine(item, item, b"", False)
+
+    def records(self) -> Iterator[list[bytes]]:
+        """The records in batches as they arrive (records longer than `max_line` are dropped)."""
+        for batch in self.batches():
+            yield [item for item in batch if not isinstance(item, RgLine)]
+
+    def batches(self) -> Iterator[list[bytes | RgLine]]:
+        """The records in batches as they arrive: whole ones as bytes, cut ones as `RgLine`s."""
         fds: list[int] = []
         argv = list(self.argv)
         try:
@@ -330,21 +411,43 @@ class RgRun:
                 os.close(fd)
             raise
         try:
-            yield from self._read(proc)
+            yield from self._split(self._chunks(proc))
         finally:
             _kill_group(proc)
             for fd in fds:
                 os.close(fd)
 
-    def _read(self, proc: subprocess.Popen) -> Iterator[RgLine]:
+    def _split(self, chunks: Iterator[bytes]) -> Iterator[list[bytes | RgLine]]:
+        sep, limit = self.sep, self.max_line
+        pending = b""
+        cut_head: bytes | None = None  # set while inside a record too long to keep
+        tail = b""
+        for chunk in chunks:
+            batch: list[bytes | RgLine] = []
+            if cut_head is not None:
+                end = chunk.find(sep)
+                if end < 0:
+                    tail = (tail + chunk)[-4096:]
+                    continue
+                batch.append(RgLine(b"", cut_head, (tail + chunk[:end])[-4096:], True))
+                cut_head, tail = None, b""
+                chunk = chunk[end + 1 :]
+            parts = (pending + chunk if pending else chunk).split(sep)
+            pending = parts.pop()
+            for part in parts:
+                batch.append(part if len(part) <= limit else RgLine(b"", part[:limit], part[-4096:], True))
+            if len(pending) > limit:
+                cut_head, tail, pending = pending[:limit], pending[-4096:], b""
+            if batch:
+                yield batch
+
+    def _chunks(self, proc: subprocess.Popen) -> Iterator[bytes]:
         assert proc.stdout is not None and proc.stderr is not None
         out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
         deadline = time.monotonic() + self.timeout
         open_fds = {out_fd, err_fd}
-        pending = bytearray()
-        cut_head: bytes | None = None
-        tail = b""
         total = 0
+        err_pending = b""
         while open_fds:
             if self.check is not None:
                 self.check()
@@ -361,34 +464,16 @@ class RgRun:
                 if fd == err_fd:
                     if len(self.stderr) < 20_000:
                         self.stderr += chunk[: 20_000 - len(self.stderr)]
+                    if self.count_in_stderr:
+                        err_lines = (err_pending + chunk).split(b"\n")
+                        err_pending = err_lines.pop()[:4096]  # the marker is near the start
+                        self.stderr_hits += sum(self.count_in_stderr in line for line in err_lines)
                     continue
                 total += len(chunk)
                 if total > self.max_total:
                     self.stopped = f"the search output passed {self.max_total >> 20} MB and was stopped"
                     return
-                start = 0
-                while True:
-                    nl = chunk.find(b"\n", start)
-                    piece = chunk[start:] if nl < 0 else chunk[start:nl]
-                    if cut_head is None:
-                        pending += piece
-                        if len(pending) > self.max_line:
-                            cut_head = bytes(pending[: self.max_line])
-                            tail = bytes(pending[-4096:])
-                            pending.clear()
-                    else:
-                        tail = (tail + piece)[-4096:]
-                    if nl < 0:
-                        break
-                    if cut_head is None:
-                        line = bytes(pending)
-                        yield RgLine(line, line, b"", False)
-                    else:
-                        yield RgLine(b"", cut_head, tail, True)
-                    pending.clear()
-                    cut_head = None
-                    tail = b""
-                    start = nl + 1
+                yield chunk
         self.returncode = proc.wait()
 
 

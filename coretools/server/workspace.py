@@ -782,6 +782,20 @@ class Workspace:
         and may raise to give up). Read-modify-write under it; release with `.release()`."""
         return _EDIT_LOCKS.acquire(self.edit_key(loc), cancelled)
 
+    # -- paths another program reported (issue 4 follow-up: ripgrep enumerates, the gateway checks) -------
+
+    def no_follow(self, root: int) -> NoFollowView:
+        """A view of root-relative paths (as ripgrep reports them) that resolves each one a component at a
+        time from the root's descriptor and follows no symlink at all; use it as a context manager."""
+        return NoFollowView(self.roots[root].fd, self.allow_protected)
+
+    def lstat_many(self, root: int, rels: list[str]) -> list[os.stat_result | None]:
+        """`lstat` of many root-relative paths, resolved beneath the root's descriptor without following any
+        symlink (a symlinked directory on the way, `..`, or a protected path gives None, as does a missing
+        one). One directory open per distinct directory, one `fstatat` per path."""
+        with self.no_follow(root) as view:
+            return [view.lstat(rel) for rel in rels]
+
 
 class EditLock:
     def __init__(self, registry: _KeyedLocks, key: str, entry: list) -> None:
@@ -858,6 +872,106 @@ def _dangling_link(shown: str) -> ToolError:
 
 
 # -- end of the issue-3 block -------------------------------------------------------------------------
+
+
+# -- issue 4 follow-up: contained access to paths another program reported ------------------------------
+
+
+def protected_name(name: str) -> bool:
+    """Is one path component protected (`protected_reason` of a single name)? Cheap for the common case:
+    every protected spelling starts with a dot."""
+    return name[:1] == "." and protected_reason(name) is not None
+
+
+class NoFollowView:
+    """Root-relative paths resolved one component at a time from a root descriptor with `O_NOFOLLOW`, the
+    way `Workspace.walk` descends: no symlink is followed (not even one that stays inside the root), `..`,
+    `.` and empty components are refused, protected names are hidden (unless allowed). Whatever a program
+    such as ripgrep reported by name is thus only looked at where it really is inside the root, even if the
+    tree changed since. Directory descriptors are cached for the view's life (a bounded number)."""
+
+    MAX_DIRS = 512
+
+    def __init__(self, root_fd: int, allow_protected: bool) -> None:
+        self._root_fd = root_fd
+        self._allow_protected = allow_protected
+        self._dirs: dict[str, int | None] = {}
+
+    def __enter__(self) -> NoFollowView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in self._dirs.values():
+            if fd is not None:
+                os.close(fd)
+        self._dirs.clear()
+
+    def _refused(self, name: str) -> bool:
+        return name in ("", ".", "..") or (not self._allow_protected and protected_name(name))
+
+    def _dir(self, dir_rel: str) -> int | None:
+        if not dir_rel:
+            return self._root_fd
+        if dir_rel in self._dirs:
+            return self._dirs[dir_rel]
+        parent_rel, _, name = dir_rel.rpartition("/")
+        parent = self._dir(parent_rel)
+        fd = None
+        if parent is not None and not self._refused(name):
+            try:
+                fd = os.open(
+                    name, (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC,
+                    dir_fd=parent,
+                )
+            except OSError:
+                fd = None
+        if len(self._dirs) >= self.MAX_DIRS:
+            self.close()  # the parent was only needed to open this one
+        self._dirs[dir_rel] = fd
+        return fd
+
+    def _parent(self, rel: str) -> tuple[int | None, str]:
+        dir_rel, _, name = rel.rpartition("/")
+        if self._refused(name):
+            return None, name
+        return self._dir(dir_rel), name
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        parent, name = self._parent(rel)
+        if parent is None:
+            return None
+        try:
+            return os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except OSError:
+            return None
+
+    def open_regular(self, rel: str) -> int | None:
+        """A read-only descriptor of the regular file at `rel` (caller closes it), or None. Special files
+        are never opened for reading (checked first without opening, then on the descriptor)."""
+        parent, name = self._parent(rel)
+        if parent is None:
+            return None
+        try:
+            before = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            if not stat.S_ISREG(before.st_mode):
+                return None
+            fd = os.open(
+                name, os.O_RDONLY | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_NOCTTY | kernel.O_CLOEXEC,
+                dir_fd=parent,
+            )
+        except OSError:
+            return None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_dev) != (before.st_ino, before.st_dev):
+            os.close(fd)
+            return None
+        return fd
+
+
+# -- end of the issue-4 follow-up block -----------------------------------------------------------------
 
 
 def _fsync_dir(dir_fd: int) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import bisect
-import contextlib
 import json
 import os
 import re
@@ -27,8 +26,8 @@ from dataclasses import dataclass
 
 from coretools.errors import ToolError
 from coretools.server import ripgrep
-from coretools.server.ignore import IgnoreOptions, IgnoreRules
-from coretools.server.workspace import Location, WalkReport, Workspace, protected_reason
+from coretools.server.ignore import IgnoreOptions
+from coretools.server.workspace import Location, WalkReport, Workspace
 
 MAX_LINE_CHARS = 2000
 TRUNCATED_MARK = "... [truncated]"
@@ -117,38 +116,6 @@ def clip(text: str) -> str:
     return text
 
 
-class Visibility:
-    """The walk's verdict for a file found below a target: protected paths and ignored entries (each
-    component below the target judged by the same `IgnoreRules`) are hidden."""
-
-    def __init__(self, ws: Workspace, target: Target, allow_protected: bool) -> None:
-        self.rules: IgnoreRules = ws.ignore_rules(target.root, SEARCH_OPTIONS)
-        self.base = target.rel
-        self.allow_protected = allow_protected
-        self._dirs: dict[str, bool] = {"": True}
-
-    def _full(self, rel: str) -> str:
-        return f"{self.base}/{rel}" if self.base else rel
-
-    def _hidden(self, rel: str, is_dir: bool) -> bool:
-        name = rel.rpartition("/")[2]
-        if not self.allow_protected and protected_reason(name):
-            return True
-        return self.rules.decide(self._full(rel), is_dir)
-
-    def _dir_visible(self, rel: str) -> bool:
-        hit = self._dirs.get(rel)
-        if hit is None:
-            hit = self._dir_visible(rel.rpartition("/")[0]) and not self._hidden(rel, True)
-            self._dirs[rel] = hit
-        return hit
-
-    def visible(self, rel: str) -> bool:
-        """Judged like the walk: each component below the target by its own name and the rules (the
-        target itself was checked when it was opened)."""
-        return self._dir_visible(rel.rpartition("/")[0]) and not self._hidden(rel, False)
-
-
 # -- ripgrep ----------------------------------------------------------------------------------------------
 #
 # rg walks the tree by name, so a directory swapped for a symlink between the gateway's check of the search
@@ -210,17 +177,18 @@ class RgMatch:
     cut: bool = False
 
 
-def parse_match(line: ripgrep.RgLine) -> RgMatch | None:
-    """One `match` record of rg's JSON, without a full JSON parse in the common case."""
-    if line.cut:
+def parse_match(line: bytes | ripgrep.RgLine) -> RgMatch | None:
+    """One `match` record of rg's JSON (bytes, or an `RgLine` cut for length), without a full JSON parse in
+    the common case."""
+    if not isinstance(line, bytes):
         return _salvage_match(line)
-    m = _MATCH_FIELDS.search(line.data)
+    m = _MATCH_FIELDS.search(line)
     if m is not None:
         raw = m.group(2)
         data = _unescape(raw) if m.group(1) == b"text" else base64.b64decode(raw)
         return None if data is None else RgMatch(int(m.group(3)), int(m.group(4)), data)
     try:
-        obj = json.loads(line.data)["data"]
+        obj = json.loads(line)["data"]
         text = obj["lines"]
         data = text["text"].encode("utf-8") if "text" in text else base64.b64decode(text.get("bytes", ""))
         return RgMatch(int(obj["line_number"]), int(obj["absolute_offset"]), data)
@@ -255,12 +223,12 @@ class GatewayCopy:
     BLOCK = 1 << 16
     MAX_TRANSCODED = 64 << 20
 
-    def __init__(self, handle) -> None:
-        self.fd = handle.fileno()
-        head = os.pread(self.fd, 3, 0)
-        self.shift = 3 if head == UTF8_BOM else 0
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
         self.block_start = 0
-        self.block = b""
+        self.block = os.pread(fd, self.BLOCK, 0)  # most files: the only read
+        head = self.block[:3]
+        self.shift = 3 if head == UTF8_BOM else 0
         self.whole = False
         if head[:2] in UTF16_BOMS:
             size = os.fstat(self.fd).st_size
@@ -290,15 +258,15 @@ class GatewayCopy:
 class _Reported:
     """The matches rg reports for one file, kept only as far as the gateway's copy confirms them."""
 
-    def __init__(self, key: tuple[int, str], copy: GatewayCopy, closer: contextlib.ExitStack) -> None:
+    def __init__(self, key: tuple[int, str], fd: int) -> None:
         self.key = key
-        self.copy = copy
-        self.closer = closer
+        self.fd = fd
+        self.copy = GatewayCopy(fd)
         self.count = 0
         self.rejected = 0
         self.lines: list[tuple[int, str]] = []
 
-    def match(self, line: ripgrep.RgLine, want_text: bool) -> None:
+    def match(self, line: bytes | ripgrep.RgLine, want_text: bool) -> None:
         claim = parse_match(line)
         try:
             text = self.copy.confirm(claim) if claim is not None else None
@@ -312,7 +280,18 @@ class _Reported:
             self.lines.append((claim.number, text))
 
     def close(self) -> None:
-        self.closer.close()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def include_flags(include: str) -> tuple[list[str], bool]:
+    """rg flags for an `include` glob, and whether they can override ignore rules. A glob without a slash
+    matches file names, which an rg file type does too, and types (unlike `--glob`, whose matches beat
+    every ignore rule) only narrow what the ignore rules let through."""
+    if "/" in include or ":" in include or include.startswith("!"):
+        return ["--glob", include], True
+    return ["--type-add", f"coretoolsinclude:{include}", "--type", "coretoolsinclude"], False
 
 
 class RipgrepEngine:
@@ -337,71 +316,81 @@ class RipgrepEngine:
                 rules = ripgrep.RgRules(["--no-config", "--no-messages"])
             plans.append((target, rules))
         for target, rules in plans:
-            self._one(job, target, rules)
+            if target.is_dir:
+                with ws.no_follow(target.root) as view:
+                    self._one(job, target, rules, view)
+            else:
+                self._one(job, target, rules, None)
             if job.out.stopped:
                 break
         return True
 
-    def _open_reported(self, ws: Workspace, target: Target, rel: str | None) -> _Reported | None:
+    def _open_reported(self, ws: Workspace, target: Target, rel: str | None, view) -> _Reported | None:
         """Open a file rg reported (`rel` below the target; None for a single-file target) through the
-        gateway; None if it cannot be (gone, swapped for a link out of the root, not a regular file)."""
-        full = target.rel if rel is None else (f"{target.rel}/{rel}" if target.rel else rel)
-        shown = target.path if rel is None else target.display_prefix + rel
-        closer = contextlib.ExitStack()
-        try:
-            _, handle = closer.enter_context(ws.open_file(Location(target.root, full, ws.shown_path(target.root, full))))
-            return _Reported((target.index, shown), GatewayCopy(handle), closer)
-        except (ToolError, OSError):
-            closer.close()
-            return None
+        gateway, following no symlink; None if it cannot be (gone, swapped for a link, not a regular file,
+        protected)."""
+        if rel is None:
+            try:
+                with ws.open_file(Location(target.root, target.rel, target.path)) as (_, handle):
+                    return _Reported((target.index, target.path), os.dup(handle.fileno()))
+            except ToolError:
+                return None
+        fd = view.open_regular(f"{target.rel}/{rel}" if target.rel else rel)
+        return None if fd is None else _Reported((target.index, target.display_prefix + rel), fd)
 
-    def _one(self, job: Job, target: Target, rules: ripgrep.RgRules) -> None:
+    def _one(self, job: Job, target: Target, rules: ripgrep.RgRules, view) -> None:
         ws, req, out = job.ws, job.req, job.out
         argv = [self.binary, "--json", "--ignore-case", *rules.flags, "--regexp", req.pattern]
         if target.is_dir:
+            options = rules.recheck_options(SEARCH_OPTIONS)
             if req.include:
-                argv += ["--glob", req.include]
+                flags, overrides = include_flags(req.include)
+                argv += flags
+                options = SEARCH_OPTIONS if overrides else options
             argv.append(".")
             cwd = ripgrep.dir_cwd(target.fd, target.path)
-            visibility = Visibility(ws, target, req.allow_protected)
+            recheck = ripgrep.Recheck(
+                ws.ignore_rules(target.root, options) if options else None, target.rel, req.allow_protected
+            )
         else:
             argv.append(f"/proc/{os.getpid()}/fd/{target.fd}")
             cwd = "/"
-            visibility = None
+            recheck = None
         run = ripgrep.RgRun(argv, cwd, rules.ignore_files, timeout=req.timeout, check=job.check)
         current: _Reported | None = None
         last_progress = time.monotonic()
         try:
-            for line in run.lines():
-                head = line.head
-                if head.startswith(_MATCH):
-                    if current is not None:
-                        current.match(line, len(current.lines) < req.cap and out.could_keep(current.key))
-                elif head.startswith(_BEGIN):
-                    if current is not None:  # pragma: no cover - rg always ends a file before the next
-                        current.close()
-                    current = None
-                    rel = None
-                    if visibility is not None:
-                        rel = _begin_path(line.data)
-                        rel = rel[2:] if rel.startswith("./") else rel
-                        if not visibility.visible(rel):
-                            continue
-                    current = self._open_reported(ws, target, rel)
-                    if current is None:
-                        out.unverified_files += 1
-                elif head.startswith(_END):
-                    if current is not None:
-                        current.close()
-                        if b'"binary_offset":null' in head:
-                            out.commit(current.key, current.count, current.lines)
-                            if current.rejected:
-                                out.unverified_files += 1
-                    current = None
-                    now = time.monotonic()
-                    if now - last_progress > 0.25:
-                        last_progress = now
-                        job.progress(out)
+            for batch in run.batches():
+                for line in batch:  # bytes, or an RgLine for a record too long to keep whole
+                    head = line if type(line) is bytes else line.head
+                    if head.startswith(_MATCH):
+                        if current is not None:
+                            current.match(line, len(current.lines) < req.cap and out.could_keep(current.key))
+                    elif head.startswith(_BEGIN):
+                        if current is not None:  # pragma: no cover - rg always ends a file before the next
+                            current.close()
+                        current = None
+                        rel = None
+                        if recheck is not None:
+                            rel = _begin_path(head)
+                            rel = rel[2:] if rel.startswith("./") else rel
+                            if not recheck.visible(rel):
+                                continue
+                        current = self._open_reported(ws, target, rel, view)
+                        if current is None:
+                            out.unverified_files += 1
+                    elif head.startswith(_END):
+                        if current is not None:
+                            current.close()
+                            if b'"binary_offset":null' in head:
+                                out.commit(current.key, current.count, current.lines)
+                                if current.rejected:
+                                    out.unverified_files += 1
+                        current = None
+                now = time.monotonic()
+                if now - last_progress > 0.25:
+                    last_progress = now
+                    job.progress(out)
         finally:
             if current is not None:
                 current.close()
