@@ -86,7 +86,7 @@ def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, with_client: bool = True) -> argparse.ArgumentParser:
     common = _common_parser()
     parser = argparse.ArgumentParser(
         prog="coretools-mcp",
@@ -126,11 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--json", action="store_true", help="print the whole MCP CallToolResult as JSON")
     call.set_defaults(func=cmd_call)
 
-    try:
+    if with_client:  # the bridge's commands; `serve` does not pay for importing the client
         from coretools.client.cli import register
-    except ImportError:
-        register = None
-    if register is not None:
+
         register(sub)
     return parser
 
@@ -285,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")
-    parser = build_parser()
+    parser = build_parser(with_client=argv[0] not in ("serve", "tools", "call"))
     args = parser.parse_args(argv)
     _setup_logging(getattr(args, "log_level", "warning"))
     func = getattr(args, "func", None)
