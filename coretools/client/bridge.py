@@ -49,6 +49,7 @@ from .history import function_calls
 from .names import PrefixMode, publish_names, should_prefix
 from .schema import Profile, coerce_arguments
 from .stdio import StdioServerProcess
+from .style import normalize_choice
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -135,6 +136,9 @@ class Bridge:
     * ``reserved_names``: names the host uses itself; tools never get published under them.
     * ``confirm``: called before running a tool of a server without ``trust: true``; when it
       returns false the call becomes an error outcome ("declined").
+    * ``tool_style``: the user's choice of call style for the loops, ``json`` (native function
+      calling), ``xml`` (calls written in the text) or ``None``/``auto`` (decided per model and
+      provider by :func:`coretools.client.style.resolve_tool_style`).
 
     Sessions use the ``initialize`` handshake (the 2025-era protocol every current host
     speaks), on which servers push ``notifications/tools/list_changed``.
@@ -149,6 +153,7 @@ class Bridge:
         reserved_names: Iterable[str] = (),
         confirm: Confirm | None = None,
         client_info: mcp_types.Implementation | None = None,
+        tool_style: str | None = None,
     ) -> None:
         aliases = [s.alias for s in servers]
         if len(set(aliases)) != len(aliases):
@@ -158,6 +163,7 @@ class Bridge:
         self.connect_timeout = connect_timeout
         self.reserved_names = frozenset(reserved_names)
         self.confirm = confirm
+        self.tool_style = normalize_choice(tool_style)
         self.client_info = client_info or mcp_types.Implementation(name="coretools-bridge", version="0.1.0")
         self._servers = [_Server(config) for config in servers]
         self._published: dict[str, PublishedTool] = {}
@@ -397,28 +403,36 @@ class Bridge:
         outcomes = await self.call_many([(c.get("name", ""), c.get("args"), c.get("id")) for c in calls])
         return function_response_content(outcomes, include_ids=include_ids, multimodal=multimodal)
 
-    async def call_openai(self, tool_calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Answer OpenAI ``tool_calls`` with ``role: tool`` messages, in call order.
+    async def run_calls(self, calls: Sequence[ToolOutcome | tuple[str, Any, str | None]]) -> list[ToolOutcome]:
+        """Like :meth:`call_many`, but an item that is already an outcome (a call that could not
+        be read) is passed through in its place instead of being run."""
+        pending = [(i, c) for i, c in enumerate(calls) if not isinstance(c, ToolOutcome)]
+        results = dict(zip((i for i, _ in pending), await self.call_many([c for _, c in pending])))
+        return [c if isinstance(c, ToolOutcome) else results[i] for i, c in enumerate(calls)]
 
-        ``arguments`` is a JSON string that the model may have botched; such a call gets an
-        error message back instead of being run.
-        """
-        pending: list[tuple[int, str, Any, str | None]] = []
-        outcomes: list[ToolOutcome | None] = [None] * len(tool_calls)
-        for index, tool_call in enumerate(tool_calls):
+    async def openai_outcomes(self, tool_calls: Sequence[Mapping[str, Any]]) -> list[ToolOutcome]:
+        """Run OpenAI ``tool_calls``; ``arguments`` that are not valid JSON get an error outcome."""
+        prepared: list[ToolOutcome | tuple[str, Any, str | None]] = []
+        for tool_call in tool_calls:
             function = tool_call.get("function") or {}
             name = function.get("name", "")
             raw = function.get("arguments")
             try:
                 arguments = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
             except ValueError as exc:
-                outcomes[index] = error_outcome(name, f"the arguments are not valid JSON ({exc}): {raw[:200]!r}")
+                prepared.append(error_outcome(name, f"the arguments are not valid JSON ({exc}): {raw[:200]!r}"))
                 continue
-            pending.append((index, name, arguments, tool_call.get("id")))
-        results = await self.call_many([(name, args, cid) for _, name, args, cid in pending])
-        for (index, *_), outcome in zip(pending, results):
-            outcomes[index] = outcome
-        return [openai_tool_message(o, tc.get("id", "")) for o, tc in zip(outcomes, tool_calls) if o is not None]
+            prepared.append((name, arguments, tool_call.get("id")))
+        return await self.run_calls(prepared)
+
+    async def call_openai(self, tool_calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Answer OpenAI ``tool_calls`` with ``role: tool`` messages, in call order.
+
+        ``arguments`` is a JSON string that the model may have botched; such a call gets an
+        error message back instead of being run.
+        """
+        outcomes = await self.openai_outcomes(tool_calls)
+        return [openai_tool_message(o, tc.get("id", "")) for o, tc in zip(outcomes, tool_calls)]
 
 
 async def list_all_tools(session: ClientSession) -> list[mcp_types.Tool]:

@@ -8,7 +8,11 @@
 * ``client call NAME [JSON] --config mcp.json``: run one tool by its published name and print
   the ``functionResponse``;
 * ``chat --config mcp.json --model NAME``: an interactive terminal chat with Gemini over the
-  servers' tools (key from ``GEMINI_API_KEY``, endpoint from ``GOOGLE_GEMINI_BASE_URL``).
+  servers' tools (key from ``GEMINI_API_KEY``, endpoint from ``GOOGLE_GEMINI_BASE_URL``), or
+  with ``--api openai`` with any OpenAI-compatible chat-completions endpoint (``OPENAI_BASE_URL``,
+  ``OPENAI_API_KEY``). ``--tool-style json|xml|auto``: native function calling, calls written as
+  XML in the text (for models and servers without function calling), or decided by
+  :func:`coretools.client.style.resolve_tool_style` for the provider and model.
 
 Each subcommand's ``func(args) -> int`` is its exit code: 0 success, 1 a tool or server
 failed (the output is still printed), 2 a usage or configuration error.
@@ -29,11 +33,14 @@ import anyio.to_thread
 from .bridge import Bridge, PublishedTool
 from .config import ConfigError, load_config
 from .convert import function_response_part
-from .loop import GEMINI_BASE_URL, GeminiHTTPError, run_rest, supports_multimodal_function_responses
+from .loop import GEMINI_BASE_URL, GeminiHTTPError, RunResult, choose_tool_style, run_rest, supports_multimodal_function_responses
 from .names import PREFIX_MODES
+from .openai_loop import OPENAI_BASE_URL, run_openai
 from .schema import PROFILES
+from .style import STYLE_CHOICES
 
-TOOL_STYLES = ("json", "xml", "auto")
+TOOL_STYLES = STYLE_CHOICES
+APIS = ("gemini", "openai")
 
 
 def register(subparsers: Any) -> None:
@@ -57,8 +64,20 @@ def register(subparsers: Any) -> None:
 
     chat = subparsers.add_parser("chat", help="chat with Gemini in the terminal, using the MCP servers' tools")
     _add_bridge_options(chat)
-    chat.add_argument("--model", required=True, help="Gemini model, e.g. gemini-2.5-flash")
-    chat.add_argument("--tool-style", choices=TOOL_STYLES, default="auto", help="json: native function calling (auto picks json)")
+    chat.add_argument("--model", required=True, help="the model, e.g. gemini-2.5-flash")
+    chat.add_argument(
+        "--api",
+        choices=APIS,
+        default="gemini",
+        help="gemini (GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL) or an OpenAI-compatible chat-completions endpoint (OPENAI_BASE_URL, OPENAI_API_KEY)",
+    )
+    chat.add_argument(
+        "--tool-style",
+        choices=TOOL_STYLES,
+        default="auto",
+        help="json: native function calling; xml: tools in the system prompt, calls written in the text; auto (default): decided by provider and model",
+    )
+    chat.add_argument("--provider", default=None, help="provider name for --tool-style auto (default: the --api name)")
     chat.add_argument("--profile", choices=PROFILES, default="json", help="schema profile for the declarations")
     chat.add_argument("--system", default=None, help="a system instruction")
     chat.add_argument("--max-turns", type=int, default=20, help="model requests per question (default 20)")
@@ -129,14 +148,19 @@ def call_command(args: argparse.Namespace) -> int:
 
 
 def chat_command(args: argparse.Namespace) -> int:
-    if args.tool_style == "xml":
-        print("error: --tool-style xml is not available yet; use json (native function calling)", file=sys.stderr)
-        return 2
-    api_key = os.environ.get("GEMINI_API_KEY")
-    if not api_key:
-        print("error: set GEMINI_API_KEY", file=sys.stderr)
-        return 2
-    base_url = os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_BASE_URL
+    if args.api == "openai":
+        base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        api_key = os.environ.get("OPENAI_API_KEY") or None
+        if api_key is None and base_url == OPENAI_BASE_URL:
+            print("error: set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)", file=sys.stderr)
+            return 2
+    else:
+        api_key = os.environ.get("GEMINI_API_KEY")
+        if not api_key:
+            print("error: set GEMINI_API_KEY", file=sys.stderr)
+            return 2
+        base_url = os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_BASE_URL
+    provider = args.provider or args.api
     lines = _LineReader()
 
     async def confirm(tool: PublishedTool, arguments: dict[str, Any]) -> bool:
@@ -154,10 +178,25 @@ def chat_command(args: argparse.Namespace) -> int:
             status = "error: " + str(response["error"]) if "error" in response else "ok"
             print(f"< {payload['functionResponse']['name']}: {status[:200]}", file=sys.stderr, flush=True)
 
+    async def ask(bridge: Bridge, history: list[dict[str, Any]], style: str) -> RunResult:
+        options: dict[str, Any] = {"max_turns": args.max_turns, "tool_style": style, "on_event": on_event}
+        if args.api == "openai":
+            return await run_openai(
+                bridge, history, model=args.model, base_url=base_url, api_key=api_key, provider=provider,
+                stream=not args.no_stream, system_prompt=args.system, **options,
+            )  # fmt: skip
+        return await run_rest(
+            bridge, history, model=args.model, api_key=api_key, base_url=base_url, stream=not args.no_stream,
+            profile=args.profile, system_instruction=args.system,
+            multimodal=supports_multimodal_function_responses(args.model), **options,
+        )  # fmt: skip
+
     async def body(bridge: Bridge) -> int:
         if not args.yes:
             bridge.confirm = confirm
-        print(f"{len(bridge.tools)} tools from {', '.join(bridge.connected) or 'no servers'}; /exit to quit", file=sys.stderr)
+        style = choose_tool_style(bridge, args.tool_style, provider=provider, model=args.model)
+        servers = ", ".join(bridge.connected) or "no servers"
+        print(f"{len(bridge.tools)} tools from {servers}; tool style {style}; /exit to quit", file=sys.stderr)
         history: list[dict[str, Any]] = []
         interactive = sys.stdin.isatty()
         while True:
@@ -171,21 +210,13 @@ def chat_command(args: argparse.Namespace) -> int:
             if line.strip() == "/tools":
                 print("\n".join(t.name for t in bridge.tools), file=sys.stderr)
                 continue
-            history.append({"role": "user", "parts": [{"text": line.rstrip("\n")}]})
+            question = line.rstrip("\n")
+            if args.api == "openai":
+                history.append({"role": "user", "content": question})
+            else:
+                history.append({"role": "user", "parts": [{"text": question}]})
             try:
-                result = await run_rest(
-                    bridge,
-                    history,
-                    model=args.model,
-                    api_key=api_key,
-                    base_url=base_url,
-                    stream=not args.no_stream,
-                    profile=args.profile,
-                    system_instruction=args.system,
-                    max_turns=args.max_turns,
-                    multimodal=supports_multimodal_function_responses(args.model),
-                    on_event=on_event,
-                )
+                result = await ask(bridge, history, style)
             except GeminiHTTPError as exc:
                 print(f"\nerror: {exc}", file=sys.stderr)
                 history.pop()

@@ -15,6 +15,13 @@ The history is a list of camelCase ``Content`` dicts. Model turns go in verbatim
 list is re-read from the bridge every turn, so a server's ``tools/list_changed`` takes effect
 on the next request. The helpers :func:`run_rest`, :func:`run_code_assist` and
 :func:`run_genai` build the backend and run the loop.
+
+``tool_style`` picks how the model calls tools: ``json`` (native ``functionDeclarations``),
+``xml`` (the tools are described in the system instruction and the calls are read from the
+model's text by :mod:`coretools.client.xmlcalls`; results go back as a text user turn, images
+as inline data after it), or ``None``/``auto``: the bridge's own ``tool_style`` if set, else
+:func:`coretools.client.style.resolve_tool_style` for the backend's provider (``gemini``,
+``gemini-cli``) and model. Both styles end in the same :meth:`Bridge.run_calls` dispatch.
 """
 
 from __future__ import annotations
@@ -29,8 +36,11 @@ from typing import Any, Protocol
 import httpx2
 
 from .bridge import Bridge
+from .convert import ToolOutcome, function_response_part
 from .history import StreamAccumulator, function_calls, response_text
 from .schema import Profile
+from .style import StylePolicy, ToolStyle, normalize_choice, resolve_tool_style
+from .xmlcalls import TextCalls, render_results, render_tool_prompt, run_parsed_calls
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 CODE_ASSIST_BASE_URL = "https://cloudcode-pa.googleapis.com"
@@ -69,6 +79,7 @@ class RunResult:
     turns: int
     completed: bool = True
     finish_reason: str | None = None
+    tool_style: ToolStyle = "json"
 
 
 class Backend(Protocol):
@@ -98,6 +109,8 @@ async def _post_sse(
         data: list[str] = []
         async for line in response.aiter_lines():
             if line.startswith("data:"):
+                if line[5:].strip() == "[DONE]":  # OpenAI's end-of-stream marker
+                    return
                 data.append(line[5:].lstrip())
             elif not line.strip() and data:
                 yield json.loads("\n".join(data))
@@ -153,6 +166,8 @@ class _HttpBackend:
 class RestBackend(_HttpBackend):
     """The Gemini Developer API (or anything speaking its REST wire format)."""
 
+    provider = "gemini"
+
     def __init__(
         self,
         *,
@@ -183,6 +198,8 @@ class RestBackend(_HttpBackend):
 
 class CodeAssistBackend(_HttpBackend):
     """Gemini CLI's OAuth path: the Code Assist ``v1internal`` envelope."""
+
+    provider = "gemini-cli"
 
     def __init__(
         self,
@@ -228,6 +245,8 @@ class CodeAssistBackend(_HttpBackend):
 class GenaiBackend:
     """A ``google.genai.Client`` (its async API); needs the ``genai`` extra."""
 
+    provider = "gemini"
+
     def __init__(self, client: Any, *, model: str, stream: bool = False) -> None:
         self.client = client
         self.model = model
@@ -270,6 +289,40 @@ def initial_contents(prompt: str | Sequence[Mapping[str, Any]]) -> list[dict[str
     return [dict(content) for content in prompt]
 
 
+def choose_tool_style(
+    bridge: Bridge,
+    tool_style: str | None,
+    *,
+    provider: str | None,
+    model: str | None,
+    policy: StylePolicy | None = None,
+) -> ToolStyle:
+    """The style for a run: an explicit ``tool_style``, else the bridge's, else the decision rule.
+
+    ``"auto"`` asks for the decision rule even when the bridge has a choice.
+    """
+    choice = normalize_choice(tool_style) if tool_style is not None else bridge.tool_style
+    return resolve_tool_style(choice, provider=provider, model=model, policy=policy)
+
+
+def with_tool_prompt(system_instruction: str | Mapping[str, Any] | None, section: str) -> str | dict[str, Any] | None:
+    """The system instruction with the xml style's tool section appended."""
+    if not section:
+        return system_instruction
+    if system_instruction is None or isinstance(system_instruction, str):
+        return f"{system_instruction}\n\n{section}" if system_instruction else section
+    instruction = dict(system_instruction)
+    instruction["parts"] = [*(instruction.get("parts") or ()), {"text": section}]
+    return instruction
+
+
+def xml_results_content(outcomes: list[ToolOutcome]) -> dict[str, Any]:
+    """The user turn answering text calls: ``<tool_result>`` blocks, then any images inline."""
+    parts: list[dict[str, Any]] = [{"text": render_results(outcomes, media_attached=True)}]
+    parts += [{"inlineData": {"mimeType": m.mime_type, "data": m.data}} for o in outcomes for m in o.media]
+    return {"role": "user", "parts": parts}
+
+
 async def run_loop(
     bridge: Bridge,
     backend: Backend,
@@ -282,42 +335,60 @@ async def run_loop(
     generation_config: Mapping[str, Any] | None = None,
     include_ids: bool = True,
     multimodal: bool = False,
+    tool_style: str | None = None,
+    style_policy: StylePolicy | None = None,
     on_event: EventHandler | None = None,
 ) -> RunResult:
     """Drive model and tools until the model answers without calls, or ``max_turns`` requests."""
     contents = initial_contents(prompt)
-
-    async def emit(kind: str, payload: Any) -> None:
-        if on_event is not None:
-            result = on_event(kind, payload)
-            if result is not None:
-                await result
+    style = choose_tool_style(
+        bridge, tool_style, provider=getattr(backend, "provider", None), model=getattr(backend, "model", None), policy=style_policy
+    )
+    emit = _emitter(on_event)
+    text_calls: TextCalls | None = None
 
     async def on_parts(parts: list[dict[str, Any]]) -> None:
         for part in parts:
             if isinstance(part.get("text"), str) and part["text"]:
-                await emit("thought" if part.get("thought") else "text", part["text"])
+                if part.get("thought"):
+                    await emit("thought", part["text"])
+                else:
+                    for piece in text_calls.feed(part["text"]) if text_calls else [part["text"]]:
+                        await emit("text", piece)
 
     turn: ModelTurn | None = None
     for number in range(1, max_turns + 1):
         request: dict[str, Any] = {"contents": contents}
-        tools = bridge.gemini_tools(profile)
-        if tools:
+        system = system_instruction
+        if style == "xml":
+            text_calls = TextCalls(t.name for t in bridge.tools)
+            system = with_tool_prompt(system_instruction, render_tool_prompt(bridge.tools))
+        elif tools := bridge.gemini_tools(profile):
             request["tools"] = tools
             if tool_config:
                 request["toolConfig"] = dict(tool_config)
-        if system_instruction:
-            request["systemInstruction"] = (
-                {"parts": [{"text": system_instruction}]} if isinstance(system_instruction, str) else dict(system_instruction)
-            )
+        if system:
+            request["systemInstruction"] = {"parts": [{"text": system}]} if isinstance(system, str) else dict(system)
         if generation_config:
             request["generationConfig"] = dict(generation_config)
         turn = await backend.generate(request, on_parts)
         if turn.content.get("parts"):
             contents.append(turn.content)
+        if text_calls is not None:
+            for piece in text_calls.close():
+                await emit("text", piece)
+            if not text_calls.calls:
+                return RunResult(response_text(turn.content), contents, number, True, turn.finish_reason, style)
+            for parsed in text_calls.calls:
+                await emit("tool_call", {"name": parsed.name, "args": parsed.arguments})
+            outcomes = await run_parsed_calls(bridge, text_calls.calls)
+            for outcome in outcomes:
+                await emit("tool_result", function_response_part(outcome))
+            contents.append(xml_results_content(outcomes))
+            continue
         calls = function_calls(turn.content)
         if not calls:
-            return RunResult(response_text(turn.content), contents, number, True, turn.finish_reason)
+            return RunResult(response_text(turn.content), contents, number, True, turn.finish_reason, style)
         for call in calls:
             await emit("tool_call", call)
         answer = await bridge.dispatch(turn.content, include_ids=include_ids, multimodal=multimodal)
@@ -326,7 +397,17 @@ async def run_loop(
             if "functionResponse" in part:
                 await emit("tool_result", part)
         contents.append(answer)
-    return RunResult("", contents, max_turns, False, turn.finish_reason if turn else None)
+    return RunResult("", contents, max_turns, False, turn.finish_reason if turn else None, style)
+
+
+def _emitter(on_event: EventHandler | None) -> Callable[[str, Any], Awaitable[None]]:
+    async def emit(kind: str, payload: Any) -> None:
+        if on_event is not None:
+            result = on_event(kind, payload)
+            if result is not None:
+                await result
+
+    return emit
 
 
 async def run_rest(
