@@ -360,7 +360,7 @@ class RgRun:
     """One rg process: started in its own process group, its stdout read as a stream of records (lines, or
     `sep`-terminated) with a bound on each record and on the whole, a deadline, and a `check` callback
     (cancellation) polled while waiting. Whatever happens, the process group is killed and reaped when the
-    iteration ends. `count_in_stderr`: count the stderr lines containing it (in `stderr_hits`)."""
+    iteration ends. `count_in_stderr(line)`: count the stderr lines it accepts (in `stderr_hits`)."""
 
     argv: list[str]
     cwd: str
@@ -370,7 +370,7 @@ class RgRun:
     max_total: int = 1 << 30
     check: Callable[[], None] | None = None
     sep: bytes = b"\n"
-    count_in_stderr: bytes = b""
+    count_in_stderr: Callable[[bytes], bool] | None = None
     stderr: bytes = b""
     stderr_hits: int = 0
     returncode: int | None = None
@@ -464,10 +464,10 @@ class RgRun:
                 if fd == err_fd:
                     if len(self.stderr) < 20_000:
                         self.stderr += chunk[: 20_000 - len(self.stderr)]
-                    if self.count_in_stderr:
+                    if self.count_in_stderr is not None:
                         err_lines = (err_pending + chunk).split(b"\n")
-                        err_pending = err_lines.pop()[:4096]  # the marker is near the start
-                        self.stderr_hits += sum(self.count_in_stderr in line for line in err_lines)
+                        err_pending = err_lines.pop()[:4096]  # what is counted is near the start
+                        self.stderr_hits += sum(map(self.count_in_stderr, err_lines))
                     continue
                 total += len(chunk)
                 if total > self.max_total:

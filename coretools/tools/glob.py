@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -15,7 +16,7 @@ from coretools.tools.walking import (
     glob_escape,
     globmatch,
     has_magic,
-    relative_to,
+    name_filter,
     search_scopes,
     split_literal_prefix,
     walk_files,
@@ -94,10 +95,10 @@ class Glob(Tool):
                     base = Location(node.root, node.rel, node.path)
             except ToolError:
                 continue
-            for entry in walk_files(ws, base, options, ctx, report):
-                rel = relative_to(entry.rel, base.rel)
-                if globmatch(rel, rest, case_sensitive):
-                    found.append((ws.shown_path(base.root, entry.rel), entry.mtime))
+            matches = functools.partial(globmatch, patterns=rest, case_sensitive=case_sensitive)
+            names = name_filter(rest, case_sensitive)
+            for entry in walk_files(ws, base, options, ctx, report, select=matches, names=names):
+                found.append((ws.shown_path(base.root, entry.rel), entry.mtime))
         where = scopes[0].shown if len(scopes) == 1 else f"{len(scopes)} workspace directories"
         within = "within" if len(scopes) == 1 else "across"
         if not found:

@@ -1,9 +1,20 @@
 """Walks shared by the tools that enumerate files (glob, read_many_files): where to start, how to match
-glob patterns, and progress and cancellation while a large tree is walked in a worker thread."""
+glob patterns, and progress and cancellation while a large tree is walked in a worker thread.
+
+The files below a directory come from `rg --files` run with the very rules the ripgrep search uses
+(`ripgrep.rg_rules`), when the binary runs and the rules can be expressed, else from `Workspace.walk`.
+rg only names files; nothing is shown on its word alone: each path is re-checked (`ripgrep.Recheck`:
+protected names, and the ignore sources rg could judge differently) and the chosen ones are stat'ed through
+the gateway (`Workspace.lstat_many`: beneath the root's descriptor, no symlink followed), which drops
+anything that is not a regular file inside the root any more.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import re
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import anyio
@@ -15,17 +26,35 @@ from coretools.server.workspace import DirEntry, Location, WalkBounds, WalkRepor
 from coretools.tools.base import ToolContext
 
 PROGRESS_EVERY = 2000
+RG_WALK_TIMEOUT = 600.0
 
 
 # wcmatch is imported on first use: it costs ~6 MB of RSS, which a server that never globs need not pay.
 def globmatch(rel: str, patterns: str | list[str], case_sensitive: bool = False) -> bool:
     """Glob matching of a relative path: `**` (globstar), braces, extglob, dot files, `!` negation."""
+    key = patterns if isinstance(patterns, str) else tuple(patterns)
+    return _matcher(key, case_sensitive)(rel)
+
+
+@functools.lru_cache(maxsize=256)
+def _matcher(patterns: str | tuple[str, ...], case_sensitive: bool) -> Callable[[str], bool]:
+    # wcmatch's own regexes, compiled once and used directly: `globmatch` (and a compiled matcher) set up
+    # per call what only the file-system-aware modes need, ~10x the cost of the match. Without REALPATH a
+    # path matches when an include regex matches it whole and no exclude (`!` pattern) does.
+    import re
+
     from wcmatch import glob as wglob
 
     flags = wglob.GLOBSTAR | wglob.BRACE | wglob.EXTGLOB | wglob.DOTGLOB | wglob.NEGATE | wglob.GLOBSTARLONG
     if not case_sensitive:
         flags |= wglob.IGNORECASE
-    return wglob.globmatch(rel, patterns, flags=flags)
+    include, exclude = wglob.translate(patterns if isinstance(patterns, str) else list(patterns), flags=flags)
+    inc = [re.compile(p).fullmatch for p in include]
+    exc = [re.compile(p).fullmatch for p in exclude]
+    if len(inc) == 1 and not exc:
+        only = inc[0]
+        return lambda path: only(path) is not None
+    return lambda path: any(m(path) for m in inc) and not any(m(path) for m in exc)
 
 
 def glob_escape(pattern: str) -> str:
@@ -82,18 +111,163 @@ def walk_files(
     report: WalkReport,
     *,
     bounds: WalkBounds | None = None,
+    select: Callable[[str], bool] | None = None,
+    names: NameFilter | None = None,
 ) -> Iterator[DirEntry]:
-    """`Workspace.walk` from a worker thread, with progress notifications and cancellation checks."""
-    count = 0
+    """The files below the directory `loc` that the ignore rules let through, in the walk's order (depth
+    first, names sorted, a directory's files before its subdirectories), from a worker thread with progress
+    notifications and cancellation checks. `select(path relative to loc)`, if given, picks files before
+    they are stat'ed (cheap for a glob over a big tree); `names` (see `name_filter`) is a cheaper test of
+    the same choice that rg's paths are given first."""
+    bounds = bounds or WalkBounds()
 
     def check() -> None:
         anyio.from_thread.check_cancelled()
 
+    listed = rg_files(ws, loc, options, report, bounds, check, names)
+    if listed is not None:
+        root, base, rels = listed
+        if select is not None and not (names is not None and names.exact):
+            cut = len(base) + 1 if base else 0
+            rels = [rel for rel in rels if select(rel[cut:])]
+        rels.sort(key=walk_order)
+        for start in range(0, len(rels), PROGRESS_EVERY):
+            chunk = rels[start : start + PROGRESS_EVERY]
+            for rel, st in zip(chunk, ws.lstat_many(root, chunk)):
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    yield DirEntry(rel.rpartition("/")[2], rel, "file", st.st_size, st.st_mtime)
+            if ctx is not None and start:
+                _progress(ctx, start, f"checked {start} of {len(rels)} files")
+        return
+    count = 0
     for entry in ws.walk(loc, options, bounds=bounds, report=report, cancelled=check):
         count += 1
         if ctx is not None and count % PROGRESS_EVERY == 0:
             _progress(ctx, count, f"walked {count} files")
-        yield entry
+        if select is None or select(relative_to(entry.rel, loc.rel)):
+            yield entry
+
+
+def walk_order(rel: str) -> str:
+    """A sort key that puts root-relative file paths in `Workspace.walk`'s order: in each directory its
+    files (by name) come before its subdirectories (by name). NUL and SOH sort below every name character."""
+    head, _, name = rel.rpartition("/")
+    return ("\x01" + head.replace("/", "\x00\x01") + "\x00\x00" if head else "\x00") + name
+
+
+def rg_files(
+    ws: Workspace,
+    loc: Location,
+    options: IgnoreOptions,
+    report: WalkReport,
+    bounds: WalkBounds,
+    check: Callable[[], None],
+    names: NameFilter | None = None,
+) -> tuple[int, str, list[str]] | None:
+    """`(root, directory, root-relative paths)` of the files below the directory `loc` per `rg --files`
+    with our rules (re-checked, not yet stat'ed; only those `names` accepts, if given), or None when rg
+    cannot be used (no binary, rules rg cannot express): then the caller walks. `report.ignored` counts what
+    the rules left out as the walk would (an ignored directory once): rg logs each entry it skips at --debug
+    level, and the re-check counts what it drops. rg is not given `names` (as a file type, say): every file
+    it skipped for its name would cost a debug line, far more than the test here."""
+    from coretools.server import ripgrep
+
+    binary = ripgrep.find_rg()
+    if binary is None:
+        return None
+    with ws.open_dir(loc) as (node, dir_fd):
+        rules = ripgrep.rg_rules(
+            lambda rel: ws.ignore_source(node.root, rel), node.rel, options, ws.allow_protected
+        )
+        if rules is None:
+            return None
+        recheck_options = rules.recheck_options(options)
+        recheck = ripgrep.Recheck(
+            ws.ignore_rules(node.root, recheck_options) if recheck_options else None, node.rel, ws.allow_protected
+        )
+        argv = [binary, "--files", "--null", "--debug", "--max-depth", str(bounds.max_depth), *rules.flags, "."]
+        run = ripgrep.RgRun(
+            argv, ripgrep.dir_cwd(dir_fd, node.path), rules.ignore_files, timeout=RG_WALK_TIMEOUT, check=check,
+            sep=b"\0", count_in_stderr=_ignored_by_rules,
+        )
+        wanted = names.regex.search if names is not None else None
+        # Every path the re-check drops counts as ignored, as in the walk, so a path `names` rejects is still
+        # re-checked when the check involves rules, or when it can hit a protected name (those start with a dot).
+        judge_all = recheck.rules is not None
+        prefix = f"{node.rel}/" if node.rel else ""
+        visible = recheck.visible
+        found: list[str] = []
+        for batch in run.records():
+            if wanted is not None:
+                for raw in batch:
+                    if not wanted(raw) and (judge_all or b"/." in raw):
+                        visible(raw[2:].decode("utf-8", "surrogateescape"))
+                batch = [raw for raw in batch if wanted(raw)]
+            rels = [raw[2:].decode("utf-8", "surrogateescape") for raw in batch if raw.startswith(b"./")]
+            found += [prefix + rel for rel in rels if visible(rel)]
+            if len(found) > bounds.max_entries:
+                del found[bounds.max_entries :]
+                report.truncated = f"stopped after {bounds.max_entries} entries"
+                break
+        if run.returncode == 2 and not found and not run.stopped:
+            return None  # rg refused the arguments (it printed nothing): walk instead
+        if run.stopped and not report.truncated:
+            report.truncated = run.stopped.replace("the search", "the walk")
+        report.ignored += run.stderr_hits + recheck.hidden
+        return node.root, node.rel, found
+
+
+def _ignored_by_rules(debug_line: bytes) -> bool:
+    # rg --debug logs each entry it skips: "...walk.rs:NNN: ignoring ./path: Ignore(IgnoreMatch(...))".
+    return b": ignoring ./" in debug_line
+
+
+@dataclass(frozen=True)
+class NameFilter:
+    """A test of rg's raw paths (`./a/b.py`) that accepts every path a glob matches; `exact`: only those."""
+
+    regex: re.Pattern[bytes]
+    exact: bool
+
+
+_PLAIN = r"[A-Za-z0-9._\- *]"
+_NAME_GLOB = re.compile(rf"{_PLAIN}*(?:\{{{_PLAIN}+(?:,{_PLAIN}+)+\}}{_PLAIN}*)*")
+# Python's case-insensitive matching (which wcmatch uses) pairs these ASCII letters with non-ASCII ones too.
+_UNICODE_FOLDS = {"i": "iI\u0130\u0131", "k": "kK\u212a", "s": "sS\u017f"}
+
+
+def name_filter(pattern: str, case_sensitive: bool) -> NameFilter | None:
+    """A `NameFilter` for a glob relative to the walked directory (as `globmatch` reads it), or None. Only a
+    last component made of plain ASCII characters, `*` and flat `{a,b}` lists qualifies; the filter is
+    exact for `**/<name>` and for a top-level `<name>`, and a superset (the file name only) otherwise."""
+    if pattern.startswith("**/") and "/" not in pattern[3:]:
+        head, name, exact = b"/", pattern[3:], True
+    elif "/" not in pattern:
+        head, name, exact = rb"\A\./", pattern, True
+    else:
+        head, name, exact = b"/", pattern.rpartition("/")[2], False
+    if not name or "**" in name or _NAME_GLOB.fullmatch(name) is None or name.strip("*") == "":
+        return None
+    body = []
+    for token in re.findall(r"\{[^{}]*\}|.", name):
+        if len(token) > 1:
+            body.append(b"(?:" + b"|".join(_name_regex(alt, case_sensitive) for alt in token[1:-1].split(",")) + b")")
+        else:
+            body.append(_name_regex(token, case_sensitive))
+    return NameFilter(re.compile(head + b"".join(body) + rb"\Z", re.DOTALL), exact)
+
+
+def _name_regex(text: str, case_sensitive: bool) -> bytes:
+    out = []
+    for ch in text:
+        if ch == "*":
+            out.append(b"[^/]*")
+        elif case_sensitive or not ch.isalpha():
+            out.append(re.escape(ch.encode()))
+        else:
+            folds = _UNICODE_FOLDS.get(ch.lower(), ch.lower() + ch.upper())
+            out.append(b"(?:" + b"|".join(re.escape(f.encode()) for f in folds) + b")")
+    return b"".join(out)
 
 
 def _progress(ctx: ToolContext, done: int, message: str) -> None:
