@@ -18,6 +18,7 @@ compare rows of one run, not runs of different machines.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -63,6 +64,8 @@ class Report:
     rss_kib: list[tuple[str, int]] = field(default_factory=list)
     server_alive: bool = True
     tools: list[str] = field(default_factory=list)
+    server_cpu: float = 0.0  # seconds of CPU the server used during the rounds
+    client_cpu: float = 0.0  # ... and this process (all the clients)
 
     @property
     def answered(self) -> int:
@@ -215,17 +218,25 @@ async def run_load(
         shares = [calls // clients + (1 if i < calls % clients else 0) for i in range(clients)]
         for n in range(rounds):
             outcomes: list[Outcome] = []
+            cpu_server, cpu_clients = _cpu_seconds(server.pid), time.process_time()
             start = time.perf_counter()
             async with anyio.create_task_group() as tg:
                 for plan, share in zip(plans, shares):
                     tg.start_soon(_client, server.url, mode, plan, share, outcomes, timeout)
             report.wall += time.perf_counter() - start
+            report.server_cpu += _cpu_seconds(server.pid) - cpu_server
+            report.client_cpu += time.process_time() - cpu_clients
             report.outcomes.extend(outcomes)
             report.rss_kib.append((f"after round {n + 1}", server.rss_kib()))
         report.server_alive = server.alive()
     finally:
         server.stop()
     return report
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -251,6 +262,10 @@ def print_report(report: Report, clients: int, mode: str) -> None:
         unearned = sum(1 for o in items if not o.ok and not o.expect_error)
         print(f"{tool:<22}{len(items):>7}{_pct(ms, 50):>9.1f}{_pct(ms, 99):>9.1f}{max(ms):>9.1f}{earned:>11}{unearned:>9}")
     print(f"\nthroughput: {report.answered / report.wall:.0f} calls/s over {report.wall:.1f} s of load")
+    print(
+        f"CPU during the load: server {report.server_cpu:.1f} s, clients (this process) {report.client_cpu:.1f} s, "
+        f"on {os.cpu_count()} CPUs"
+    )
     print("server RSS: " + ", ".join(f"{label} {kib / 1024:.1f} MiB" for label, kib in report.rss_kib))
     if report.unearned:
         print(f"\nUNEARNED ERRORS ({len(report.unearned)}), first 5:")

@@ -24,6 +24,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from coretools.tools.process import is_alive as pid_alive  # noqa: F401 - re-exported for the tests
+
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 URL_LINE = re.compile(r"serving MCP over HTTP at (http://\S+)")
@@ -225,16 +227,3 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: flo
             return True
         time.sleep(interval)
     return predicate()
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped by its parent) counts as gone
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
