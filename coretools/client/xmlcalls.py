@@ -107,7 +107,8 @@ def decode_value(inner: str) -> str:
 def encode_value(name: str, text: str) -> str:
     """The text to put between ``<name>`` and ``</name>`` so that it reads back as ``text``."""
     raw = f"\n{text}\n" if "\n" in text else text
-    if f"</{name}>" not in raw and decode_value(raw) == text:
+    opens_cdata = raw.lstrip(_SPACE).startswith(CDATA_OPEN)  # a streaming reader waits for its ]]>
+    if not opens_cdata and f"</{name}>" not in raw and decode_value(raw) == text:
         return raw
     return cdata(text)
 
@@ -164,6 +165,7 @@ class CallParser:
         self._value_start = 0
         self._search_from = 0
         self._cdata_from = 0
+        self._skip_from = 0
         self._events: list[Event] = []
 
     # -------------------------------------------------------------- public
@@ -178,6 +180,13 @@ class CallParser:
         """End of the reply: release held-back prose; an unfinished call becomes an error."""
         if self._state == "text":
             self._prose(self._buffer[self._pos :])
+        elif self._state == "skip" and self._skip_from < len(self._buffer):
+            # The malformed call's closing tag never came: read what followed as a fresh reply.
+            self._buffer = self._buffer[self._skip_from :]
+            self._pos, self._state, self._call = 0, "text", None
+            while self._step():
+                pass
+            return self._take() + self.close()
         elif self._state in ("call", "value"):
             assert self._call is not None
             self._pos = len(self._buffer)
@@ -297,6 +306,8 @@ class CallParser:
                 self._cdata_from = max(lead, len(buffer) - len(CDATA_CLOSE) + 1)
                 return False
             after = sections[1]
+            if after < len(buffer) and CDATA_OPEN.startswith(buffer[after:]):
+                return False  # another section may be starting
             while after < len(buffer) and buffer[after] in _SPACE:
                 after += 1
             if buffer.startswith(close, after):
@@ -345,7 +356,7 @@ class CallParser:
         call.arguments = {}
         self._events.append(call)
         self._state = "skip"
-        self._search_from = self._pos
+        self._search_from = self._skip_from = self._pos
         return True
 
 

@@ -17,6 +17,7 @@ if HERE not in sys.path:
     sys.path.append(HERE)
 
 from fake_gemini import FakeGemini  # noqa: E402
+from fake_openai import FakeOpenAI  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -27,4 +28,10 @@ def anyio_backend() -> str:
 @pytest.fixture
 def fake_gemini() -> Iterator[FakeGemini]:
     with FakeGemini() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
         yield fake

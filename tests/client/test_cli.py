@@ -137,7 +137,9 @@ def test_chat_asks_before_running_untrusted_tools(tmp_path: Path, fake_gemini: F
 
 def test_chat_usage_errors(tmp_path: Path, fake_gemini: FakeGemini) -> None:
     config = write_config(tmp_path, {"a": toy("a")})
-    xml = cli("chat", "--config", str(config), "--model", "m", "--tool-style", "xml", env=chat_env(fake_gemini))
-    assert xml.returncode == 2 and "--tool-style xml is not available yet" in xml.stderr
+    bad_style = cli("chat", "--config", str(config), "--model", "m", "--tool-style", "yaml", env=chat_env(fake_gemini))
+    assert bad_style.returncode == 2 and "--tool-style" in bad_style.stderr
+    no_openai_key = cli("chat", "--config", str(config), "--model", "m", "--api", "openai", env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    assert no_openai_key.returncode == 2 and "OPENAI_API_KEY" in no_openai_key.stderr
     no_key = cli("chat", "--config", str(config), "--model", "m", env={"GEMINI_API_KEY": ""})
     assert no_key.returncode == 2 and "GEMINI_API_KEY" in no_key.stderr
