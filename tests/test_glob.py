@@ -199,3 +199,191 @@ async def test_path_errors(root: Path) -> None:
 
 async def test_empty_pattern(root: Path) -> None:
     assert error_text(await glob(root, "   ")) == "The 'pattern' parameter cannot be empty."
+
+
+# -- the ripgrep enumerator (rg --files) and the Python walk must give the same answers ---------------------
+
+TREE = {
+    ".gitignore": "*.log\n/gen/\n",
+    ".geminiignore": "private/\n*.secret.md\n",
+    "a.txt": "",
+    "a b.txt": "",
+    "a-b.txt": "",
+    "a/inner.txt": "",
+    "a.d/x.txt": "",
+    "A/upper.TXT": "",
+    "src/main.py": "",
+    "src/Util.PY": "",
+    "src/app.log": "",
+    "src/.gitignore": "!app.log\ntmp_*\n",
+    "src/tmp_1.py": "",
+    "src/lib/deep/mod.py": "",
+    "src/lib/notes.md": "",
+    "src/lib/x.secret.md": "",
+    "docs/guide.md": "",
+    "docs/ſpecial.md": "",
+    "private/p.txt": "",
+    "gen/out.py": "",
+    "node_modules/dep/index.js": "",
+    "build/b.py": "",
+    ".env": "",
+    ".env.example": "",
+    ".hidden/h.py": "",
+}
+
+
+def build_tree(root: Path, recent: float) -> None:
+    make(root, *[n for n, c in TREE.items() if not c])
+    for name, content in TREE.items():
+        if content:
+            (root / name).write_text(content)
+    for name in ("a.txt", "a b.txt", "a/inner.txt", "src/main.py", "src/lib/deep/mod.py"):
+        os.utime(root / name, (recent, recent))  # recent, with one shared mtime: order among equals matters
+    (root / ".env.dir").mkdir()
+    os.symlink(root / "src", root / "src-link")
+    os.symlink(root / "a.txt", root / "link.txt")
+
+
+@pytest.fixture
+def no_rg(monkeypatch: pytest.MonkeyPatch):
+    from coretools.server import ripgrep
+
+    def disable() -> None:
+        monkeypatch.setattr(ripgrep, "find_rg", lambda: None)
+
+    return disable
+
+
+@pytest.fixture
+def rg_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records, for each directory enumerated, whether rg did it (True) or it fell back to the walk."""
+    from coretools.tools import walking
+
+    seen: list[bool] = []
+    real = walking.rg_files
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        seen.append(out is not None)
+        return out
+
+    monkeypatch.setattr(walking, "rg_files", spy)
+    return seen
+
+
+CASES = [
+    ("**/*", {}),
+    ("**/*.py", {}),
+    ("**/*.PY", {"case_sensitive": True}),
+    ("*.txt", {}),
+    ("**/*.{md,txt}", {}),
+    ("src/**/*.py", {}),
+    ("**/lib/*.md", {}),
+    ("@(a|b)*.txt", {}),
+    ("**/*", {"respect_git_ignore": False}),
+    ("**/*.md", {"path": "src"}),
+]
+
+
+@pytest.mark.parametrize(("pattern", "extra"), CASES)
+async def test_ripgrep_enumeration_matches_the_walk(root: Path, no_rg, rg_runs, pattern: str, extra: dict) -> None:
+    build_tree(root, time.time() - 600)
+    if "path" in extra:
+        extra = {**extra, "path": str(root / extra["path"])}
+    fast = await glob(root, pattern, **extra)
+    assert rg_runs and all(rg_runs), "the rg enumerator should have been used"
+    no_rg()
+    rg_runs.clear()
+    slow = await glob(root, pattern, **extra)
+    assert rg_runs == [False] * len(rg_runs)
+    assert text_of(fast) == text_of(slow)
+    assert fast.structured == slow.structured
+    assert "DECOY" not in text_of(fast) and ".env\n" not in text_of(fast) + "\n"
+
+
+async def test_geminiignore_negation_falls_back_to_the_walk(root: Path, rg_runs) -> None:
+    make(root, "keep.log", "other.log")
+    (root / ".gitignore").write_text("*.log\n")
+    (root / ".geminiignore").write_text("!keep.log\n")
+    assert paths(await glob(root, "*.log")) == [str(root / "keep.log")]
+    assert rg_runs == [False]
+
+
+async def test_a_directory_swapped_for_a_link_after_listing_is_not_shown(
+    root: Path, rg_runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rg lists d/secret.txt; before it is stat'ed, d becomes a link to the decoy: nothing from there."""
+    from coretools.tools import walking
+
+    make(root, "d/secret.txt", "top.txt")
+    listed = walking.rg_files
+
+    def then_swap(*args, **kwargs):
+        out = listed(*args, **kwargs)
+        os.rename(root / "d", root / "parked")
+        os.symlink(root.parent / "root-evil", root / "d")
+        return out
+
+    monkeypatch.setattr(walking, "rg_files", then_swap)
+    result = await glob(root, "**/*.txt")
+    assert paths(result) == [str(root / "top.txt")]
+
+
+def test_lstat_many_resolves_beneath_the_root_without_links(root: Path) -> None:
+    import stat as st
+
+    from coretools.server.workspace import Workspace
+
+    make(root, "a/b.txt", "c.txt", ".git/config")
+    os.symlink(root / "a", root / "alias")
+    os.symlink(root.parent / "root-evil", root / "out")
+    os.symlink(root / "c.txt", root / "c-link")
+    ws = Workspace([str(root)])
+    try:
+        got = ws.lstat_many(0, ["a/b.txt", "c.txt", "alias/b.txt", "out/secret.txt", "../root-evil/secret.txt",
+                                "a/../c.txt", "./c.txt", "missing", ".git/config", "c-link", "a"])
+    finally:
+        ws.close()
+    kinds = [None if s is None else st.S_IFMT(s.st_mode) for s in got]
+    assert kinds == [st.S_IFREG, st.S_IFREG, None, None, None, None, None, None, None, st.S_IFLNK, st.S_IFDIR]
+
+
+NAME_CHARS = "aAbsSſkKKiIİı.-_ é/*"
+
+
+@pytest.mark.parametrize("case_sensitive", [False, True])
+def test_name_filter_agrees_with_globmatch(case_sensitive: bool) -> None:
+    from hypothesis import example, given, settings
+    from hypothesis import strategies as hs
+
+    from coretools.tools.walking import globmatch, name_filter
+
+    component = hs.text(alphabet="abskiAS.-_ *", min_size=1, max_size=5)
+    pattern = hs.one_of(
+        component,
+        component.map(lambda c: f"**/{c}"),
+        hs.tuples(component, component).map(lambda t: f"**/x/{t[0]}{{{t[1]},b}}"),
+        hs.tuples(component, component).map(lambda t: f"{t[0]}{{{t[1]},.s}}"),
+    )
+    name = hs.text(alphabet=NAME_CHARS.replace("/", "").replace("*", ""), min_size=1, max_size=6)
+    path = hs.lists(name, min_size=1, max_size=3).map("/".join)
+
+    @settings(max_examples=400, deadline=None)
+    @given(pattern, path)
+    @example("**/*.rs", "src/main.r\u017f")  # Python's re pairs s/ſ, k/K (Kelvin), i/İ/ı case-insensitively
+    @example("**/kit.md", "docs/\u212a\u0130T.md")
+    @example("*.ik", "x.\u0131K")
+    @example("*.{md,txt}", "a/b.md")
+    @example("*{*,.s}", "A/A")  # the list makes a globstar
+    def check(pat: str, rel: str) -> None:
+        flt = name_filter(pat, case_sensitive)
+        if flt is None or {".", ".."} & set(rel.split("/")):  # rg never reports such components
+            return
+        said = flt.regex.search(b"./" + rel.encode()) is not None
+        truth = globmatch(rel, pat, case_sensitive)
+        if flt.exact:
+            assert said == truth, (pat, rel)
+        else:
+            assert said or not truth, (pat, rel)
+
+    check()

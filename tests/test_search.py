@@ -123,6 +123,20 @@ async def test_include_filters(root: Path, engine: str, include: str, expected: 
     assert f'(filter: "{include}")' in text.splitlines()[0]
 
 
+@pytest.mark.parametrize("include", ["*.log", "notes.*", "src/gen/*", "**/*.py", "*.{log,py}"])
+async def test_include_never_brings_back_ignored_files(root: Path, engine: str, include: str) -> None:
+    """In rg a `--glob` beats every ignore rule; a slash-free include is given as a file type instead (which
+    only narrows) and any other is re-checked against the full rules."""
+    build_tree(root)
+    write(root, "src/deep/.geminiignore-free.py", "token free\n")
+    (root / ".geminiignore").write_text("secret/\nsrc/app.py\n")
+    text = text_of(await search(root, engine, {"pattern": "token", "include": include}))
+    found = set(matches(text))
+    assert not found & {"notes.log", "src/gen/out.py", "src/deep/tmp_scratch.py", "src/app.py"}, found
+    if include in ("**/*.py", "*.{log,py}"):
+        assert found == {"src/deep/keep.py", "src/deep/.geminiignore-free.py"}
+
+
 async def test_path_subdirectory_uses_ancestor_rules(root: Path, engine: str) -> None:
     build_tree(root)
     result = await search(root, engine, {"pattern": "token", "path": str(root / "src")})

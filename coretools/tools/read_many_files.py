@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,10 +147,10 @@ class ReadManyFiles(Tool):
                     local.append(g)
                 if not local:
                     continue
-                for entry in walk_files(ws, Location(index, "", root.shown), options, ctx, report):
-                    if globmatch(entry.rel, local):
-                        loc = Location(index, entry.rel, ws.shown_path(index, entry.rel))
-                        self._consider(ctx, plan, loc, entry.rel, excludes)
+                matches = functools.partial(globmatch, patterns=local)
+                for entry in walk_files(ws, Location(index, "", root.shown), options, ctx, report, select=matches):
+                    loc = Location(index, entry.rel, ws.shown_path(index, entry.rel))
+                    self._consider(ctx, plan, loc, entry.rel, excludes)
                 plan.ignored += report.ignored
         if plan.ignored:
             plan.skipped.append((f"{plan.ignored} file(s)", "ignored by .gitignore/.geminiignore or default excludes"))

@@ -230,15 +230,16 @@ class NameFilter:
     exact: bool
 
 
-_PLAIN = r"[A-Za-z0-9._\- *]"
-_NAME_GLOB = re.compile(rf"{_PLAIN}*(?:\{{{_PLAIN}+(?:,{_PLAIN}+)+\}}{_PLAIN}*)*")
+_PLAIN = r"[A-Za-z0-9._\- ]"
+# `*` may not stand inside a `{a,b}` list: `*{*,x}` expands to a globstar.
+_NAME_GLOB = re.compile(rf"[A-Za-z0-9._\- *]*(?:\{{{_PLAIN}+(?:,{_PLAIN}+)+\}}[A-Za-z0-9._\- *]*)*")
 # Python's case-insensitive matching (which wcmatch uses) pairs these ASCII letters with non-ASCII ones too.
 _UNICODE_FOLDS = {"i": "iI\u0130\u0131", "k": "kK\u212a", "s": "sS\u017f"}
 
 
 def name_filter(pattern: str, case_sensitive: bool) -> NameFilter | None:
     """A `NameFilter` for a glob relative to the walked directory (as `globmatch` reads it), or None. Only a
-    last component made of plain ASCII characters, `*` and flat `{a,b}` lists qualifies; the filter is
+    last component made of plain ASCII characters, `*` and flat `{a,b}` lists of plain words qualifies; it is
     exact for `**/<name>` and for a top-level `<name>`, and a superset (the file name only) otherwise."""
     if pattern.startswith("**/") and "/" not in pattern[3:]:
         head, name, exact = b"/", pattern[3:], True
