@@ -3,6 +3,10 @@
 Depends on ``mcp`` (and ``httpx2``) only; ``google-genai`` is optional. It never imports the
 server side of this package.
 
+Tools can be called natively (``tool_style="json"``) or as XML written in the model's text
+(``"xml"``, for models and OpenAI-compatible servers without function calling); ``None``
+decides per provider and model (:mod:`coretools.client.style`).
+
 Typical use::
 
     async with Bridge.from_config("mcp.json") as bridge:
@@ -50,25 +54,35 @@ from .loop import (
     run_rest,
 )
 from .names import NAME_PATTERN, publish_names, sanitize_part
+from .openai_loop import OpenAIChatBackend, run_openai
 from .schema import coerce_arguments, sanitize_schema, to_json_profile, to_openapi_profile
+from .style import DEFAULT_POLICY, KILO_POLICY, StylePolicy, ToolStyle, resolve_tool_style
+from .xmlcalls import CallParser, ParsedCall, parse_calls, render_call, render_results, render_tool_prompt, run_parsed_calls
 
 __all__ = [
+    "DEFAULT_POLICY",
+    "KILO_POLICY",
     "NAME_PATTERN",
     "PLACEHOLDER_SIGNATURE",
     "Bridge",
     "CallLedger",
+    "CallParser",
     "CodeAssistBackend",
     "ConfigError",
     "GeminiHTTPError",
     "GenaiBackend",
     "Media",
+    "OpenAIChatBackend",
+    "ParsedCall",
     "PublishedTool",
     "RestBackend",
     "RunResult",
     "ServerConfig",
     "ServerFailure",
     "StreamAccumulator",
+    "StylePolicy",
     "ToolOutcome",
+    "ToolStyle",
     "anthropic_messages_to_gemini",
     "coerce_arguments",
     "declaration_from_openai",
@@ -84,12 +98,19 @@ __all__ = [
     "openai_tool",
     "openai_tools_to_gemini",
     "outcome_from_result",
+    "parse_calls",
     "parse_config",
     "publish_names",
+    "render_call",
+    "render_results",
+    "render_tool_prompt",
+    "resolve_tool_style",
     "response_text",
     "run_code_assist",
     "run_genai",
     "run_loop",
+    "run_openai",
+    "run_parsed_calls",
     "run_rest",
     "sanitize_part",
     "sanitize_schema",

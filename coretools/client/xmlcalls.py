@@ -10,7 +10,9 @@ Code's, with the bridge's published names as tags)::
 
 * Only a tag that is the name of a published tool opens a call; any other ``<`` is prose.
 * Each parameter is a child element. Its value is taken **verbatim** (no entity decoding:
-  models write code with ``<`` and ``&`` unescaped) up to the first ``</name>``. A one-line
+  models write code with ``<`` and ``&`` unescaped) up to the first ``</name>`` that is
+  followed by another parameter tag or the call's closing tag (so code that contains
+  ``</name>`` followed by anything else stays in the value). A one-line
   value is stripped of surrounding spaces; in a multi-line value a blank first line and a blank
   last line (the line breaks after the opening and before the closing tag) are dropped, so
   indentation inside is kept.
@@ -166,6 +168,7 @@ class CallParser:
         self._search_from = 0
         self._cdata_from = 0
         self._skip_from = 0
+        self._final = False
         self._events: list[Event] = []
 
     # -------------------------------------------------------------- public
@@ -178,6 +181,12 @@ class CallParser:
 
     def close(self) -> list[Event]:
         """End of the reply: release held-back prose; an unfinished call becomes an error."""
+        if self._state == "value" and self._buffer.find(f"</{self._param}>", self._value_start) != -1:
+            # No closing tag was followed by a tag: fall back to the first one, and read on.
+            self._search_from, self._final = self._value_start, True
+            while self._step():
+                pass
+            self._final = False
         if self._state == "text":
             self._prose(self._buffer[self._pos :])
         elif self._state == "skip" and self._skip_from < len(self._buffer):
@@ -319,7 +328,29 @@ class CallParser:
         if end == -1:
             self._search_from = max(start, len(buffer) - len(close) + 1)
             return False
+        verdict = self._ends_value(end + len(close))
+        if verdict is None:
+            self._search_from = end  # decide when more text has arrived
+            return False
+        if not verdict:
+            self._search_from = end + 1  # the closing tag was part of the value (code, say)
+            return True
         return self._value_done(trim_raw(buffer[start:end]), end + len(close))
+
+    def _ends_value(self, pos: int) -> bool | None:
+        """Whether a ``</param>`` ending at ``pos`` ends the value: it must be followed by a
+        parameter tag or the call's closing tag (``None``: not known yet)."""
+        assert self._call is not None
+        if self._final:
+            return True
+        while pos < len(self._buffer) and self._buffer[pos] in _SPACE:
+            pos += 1
+        if pos == len(self._buffer):
+            return None
+        tag = self._tag_at(pos)
+        if tag is False:
+            return None
+        return bool(tag) and (not tag.group(1) or tag.group(2) == self._call.name)
 
     def _value_done(self, value: str, end: int) -> bool:
         assert self._call is not None

@@ -172,6 +172,16 @@ def test_multi_line_code_with_lt_amp_and_cdata_like_text_is_taken_verbatim() -> 
     assert call.arguments["content"] == code.rstrip("\n"), "indentation kept, one line break trimmed at each edge"
 
 
+def test_a_closing_tag_inside_code_stays_in_the_value_unless_a_tag_follows_it() -> None:
+    code = "a = '</text>' + x\n</text> is html\n  </text></div>"
+    reply = f"<b__echo><text>\n{code}\n</text>\n</b__echo> after"
+    for cuts in ([], list(range(0, len(reply), 3))):
+        events = feed_in_chunks(reply, cuts)
+        [call] = calls_of(events)
+        assert call.arguments == {"text": code}
+        assert "".join(e for e in events if isinstance(e, str)) == " after"
+
+
 def test_cdata_carries_the_closing_tag_and_exact_whitespace() -> None:
     reply = "<fs__write_file><content>  <![CDATA[  a </content> b\n]]>\n</content><file_path>x</file_path></fs__write_file>"
     [call] = parse_calls(reply, TOOLS)[1]
