@@ -279,6 +279,38 @@ async def test_slow_shell_command_does_not_block_reads(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_huge_search_does_not_block_another_clients_reads(tmp_path: Path) -> None:
+    """A search over ~10k files takes seconds; reads from another session keep completing meanwhile (work
+    that blocked the event loop would hold every read until the search returned)."""
+    root = tmp_path / "root"
+    for d in range(100):
+        sub = root / "tree" / f"d{d}"
+        sub.mkdir(parents=True)
+        for f in range(100):
+            (sub / f"f{f}.txt").write_text("hello world line\n" * 20)
+    (root / "f.txt").write_text("quick\n")
+    with HttpServer.start([root]) as server:
+        async with http_client(server.url) as searcher, http_client(server.url) as reader:
+            if "search_file_content" not in [t.name for t in (await searcher.list_tools()).tools]:
+                pytest.skip("search_file_content is not published")
+            done = anyio.Event()
+            reads_while_searching = 0
+
+            async def search() -> None:
+                result = await searcher.call_tool("search_file_content", {"pattern": "hello (world|there)"})
+                assert not result.is_error, _text(result)
+                done.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(search)
+                while not done.is_set():
+                    result = await reader.call_tool("read_file", {"absolute_path": str(root / "f.txt")})
+                    assert "quick" in _text(result)
+                    reads_while_searching += 0 if done.is_set() else 1
+            assert reads_while_searching >= 3, reads_while_searching
+
+
+@pytest.mark.anyio
 async def test_busy_limits_per_session_and_overall(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
     markers = tmp_path / "m"
