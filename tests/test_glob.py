@@ -313,19 +313,22 @@ async def test_a_directory_swapped_for_a_link_after_listing_is_not_shown(
     root: Path, rg_runs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """rg lists d/secret.txt; before it is stat'ed, d becomes a link to the decoy: nothing from there."""
-    from coretools.tools import walking
+    from coretools.server.workspace import NoFollowView
 
     make(root, "d/secret.txt", "top.txt")
-    listed = walking.rg_files
+    stat_them = NoFollowView.lstat_many
+    swapped = []
 
-    def then_swap(*args, **kwargs):
-        out = listed(*args, **kwargs)
-        os.rename(root / "d", root / "parked")
-        os.symlink(root.parent / "root-evil", root / "d")
-        return out
+    def swap_then_stat(self, rels):
+        if "d/secret.txt" in rels and not swapped:
+            os.rename(root / "d", root / "parked")
+            os.symlink(root.parent / "root-evil", root / "d")
+            swapped.append(True)
+        return stat_them(self, rels)
 
-    monkeypatch.setattr(walking, "rg_files", then_swap)
+    monkeypatch.setattr(NoFollowView, "lstat_many", swap_then_stat)
     result = await glob(root, "**/*.txt")
+    assert swapped and rg_runs == [True]
     assert paths(result) == [str(root / "top.txt")]
 
 

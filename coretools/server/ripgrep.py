@@ -172,9 +172,11 @@ class Recheck:
     def visible(self, rel: str) -> bool:
         """`rel` is relative to `base`; judged like the walk, each component below `base` by its own name
         and the rules (`base` itself was checked when it was opened)."""
-        if not self._dir_visible(rel.rpartition("/")[0]):
+        head, _, name = rel.rpartition("/")
+        seen = self._dirs.get(head)
+        if not (seen if seen is not None else self._dir_visible(head)):
             return False
-        if self._hidden(rel, False):
+        if (name[:1] == "." or self.rules is not None) and self._hidden(rel, False):
             self.hidden += 1
             return False
         return True

@@ -794,7 +794,7 @@ class Workspace:
         symlink (a symlinked directory on the way, `..`, or a protected path gives None, as does a missing
         one). One directory open per distinct directory, one `fstatat` per path."""
         with self.no_follow(root) as view:
-            return [view.lstat(rel) for rel in rels]
+            return view.lstat_many(rels)
 
 
 class EditLock:
@@ -947,6 +947,25 @@ class NoFollowView:
             return os.stat(name, dir_fd=parent, follow_symlinks=False)
         except OSError:
             return None
+
+    def lstat_many(self, rels: list[str]) -> list[os.stat_result | None]:
+        """`lstat` of each path, one directory at a time."""
+        out: list[os.stat_result | None] = [None] * len(rels)
+        by_dir: dict[str, list[tuple[int, str]]] = {}
+        for index, rel in enumerate(rels):
+            head, _, name = rel.rpartition("/")
+            by_dir.setdefault(head, []).append((index, name))
+        for head, items in by_dir.items():
+            fd = self._dir(head)
+            if fd is None:
+                continue
+            for index, name in items:
+                if not self._refused(name):
+                    try:
+                        out[index] = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    except OSError:
+                        pass
+        return out
 
     def open_regular(self, rel: str) -> int | None:
         """A read-only descriptor of the regular file at `rel` (caller closes it), or None. Special files

@@ -12,6 +12,7 @@ anything that is not a regular file inside the root any more.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import stat
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ import anyio.from_thread
 
 from coretools.errors import ToolError
 from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import DirEntry, Location, WalkBounds, WalkReport, Workspace
+from coretools.server.workspace import DirEntry, Location, NoFollowView, WalkBounds, WalkReport, Workspace
 from coretools.tools.base import ToolContext
 
 PROGRESS_EVERY = 2000
@@ -124,20 +125,31 @@ def walk_files(
     def check() -> None:
         anyio.from_thread.check_cancelled()
 
-    listed = rg_files(ws, loc, options, report, bounds, check, names)
-    if listed is not None:
-        root, base, rels = listed
-        if select is not None and not (names is not None and names.exact):
+    found: list[tuple[str, os.stat_result]] = []
+    views: dict[int, NoFollowView] = {}
+    exact = names is not None and names.exact
+    reported = [0]
+
+    def take(root: int, base: str, rels: list[str]) -> None:
+        # called for each batch while rg is still listing: the stats overlap with its walk
+        if select is not None and not exact:
             cut = len(base) + 1 if base else 0
             rels = [rel for rel in rels if select(rel[cut:])]
-        rels.sort(key=walk_order)
-        for start in range(0, len(rels), PROGRESS_EVERY):
-            chunk = rels[start : start + PROGRESS_EVERY]
-            for rel, st in zip(chunk, ws.lstat_many(root, chunk)):
-                if st is not None and stat.S_ISREG(st.st_mode):
-                    yield DirEntry(rel.rpartition("/")[2], rel, "file", st.st_size, st.st_mtime)
-            if ctx is not None and start:
-                _progress(ctx, start, f"checked {start} of {len(rels)} files")
+        view = views.get(root) or views.setdefault(root, ws.no_follow(root))
+        found.extend((rel, st) for rel, st in zip(rels, view.lstat_many(rels)) if st and stat.S_ISREG(st.st_mode))
+        if ctx is not None and len(found) - reported[0] >= PROGRESS_EVERY:
+            reported[0] = len(found)
+            _progress(ctx, len(found), f"found {len(found)} files")
+
+    try:
+        listed = rg_files(ws, loc, options, report, bounds, check, names, take)
+    finally:
+        for view in views.values():
+            view.close()
+    if listed is not None:
+        found.sort(key=lambda item: walk_order(item[0]))
+        for rel, st in found:
+            yield DirEntry(rel.rpartition("/")[2], rel, "file", st.st_size, st.st_mtime)
         return
     count = 0
     for entry in ws.walk(loc, options, bounds=bounds, report=report, cancelled=check):
@@ -163,10 +175,12 @@ def rg_files(
     bounds: WalkBounds,
     check: Callable[[], None],
     names: NameFilter | None = None,
+    take: Callable[[int, str, list[str]], None] | None = None,
 ) -> tuple[int, str, list[str]] | None:
     """`(root, directory, root-relative paths)` of the files below the directory `loc` per `rg --files`
     with our rules (re-checked, not yet stat'ed; only those `names` accepts, if given), or None when rg
-    cannot be used (no binary, rules rg cannot express): then the caller walks. `report.ignored` counts what
+    cannot be used (no binary, rules rg cannot express): then the caller walks. `take(root, directory,
+    paths)`, if given, receives them batch by batch as rg lists them. `report.ignored` counts what
     the rules left out as the walk would (an ignored directory once): rg logs each entry it skips at --debug
     level, and the re-check counts what it drops. rg is not given `names` (as a file type, say): every file
     it skipped for its name would cost a debug line, far more than the test here."""
@@ -198,16 +212,21 @@ def rg_files(
         visible = recheck.visible
         found: list[str] = []
         for batch in run.records():
-            if wanted is not None:
-                for raw in batch:
-                    if not wanted(raw) and (judge_all or b"/." in raw):
+            start = len(found)
+            for raw in batch:
+                if wanted is not None and wanted(raw) is None:
+                    if judge_all or b"/." in raw:
                         visible(raw[2:].decode("utf-8", "surrogateescape"))
-                batch = [raw for raw in batch if wanted(raw)]
-            rels = [raw[2:].decode("utf-8", "surrogateescape") for raw in batch if raw.startswith(b"./")]
-            found += [prefix + rel for rel in rels if visible(rel)]
+                    continue
+                rel = raw[2:].decode("utf-8", "surrogateescape")  # rg was asked for ".": "./" first
+                if visible(rel):
+                    found.append(prefix + rel)
             if len(found) > bounds.max_entries:
                 del found[bounds.max_entries :]
                 report.truncated = f"stopped after {bounds.max_entries} entries"
+            if take is not None and len(found) > start:
+                take(node.root, node.rel, found[start:])
+            if report.truncated:
                 break
         if run.returncode == 2 and not found and not run.stopped:
             return None  # rg refused the arguments (it printed nothing): walk instead
