@@ -36,11 +36,11 @@ from typing import Any, Protocol
 import httpx2
 
 from .bridge import Bridge
-from .convert import ToolOutcome, function_response_part
+from .convert import ToolOutcome
 from .history import StreamAccumulator, function_calls, response_text
 from .schema import Profile
 from .style import StylePolicy, ToolStyle, normalize_choice, resolve_tool_style
-from .xmlcalls import TextCalls, render_results, render_tool_prompt, run_parsed_calls
+from .xmlcalls import TextCalls, answer_text_calls, render_results, render_tool_prompt
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 CODE_ASSIST_BASE_URL = "https://cloudcode-pa.googleapis.com"
@@ -379,12 +379,7 @@ async def run_loop(
                 await emit("text", piece)
             if not text_calls.calls:
                 return RunResult(response_text(turn.content), contents, number, True, turn.finish_reason, style)
-            for parsed in text_calls.calls:
-                await emit("tool_call", {"name": parsed.name, "args": parsed.arguments})
-            outcomes = await run_parsed_calls(bridge, text_calls.calls)
-            for outcome in outcomes:
-                await emit("tool_result", function_response_part(outcome))
-            contents.append(xml_results_content(outcomes))
+            contents.append(xml_results_content(await answer_text_calls(bridge, text_calls.calls, emit)))
             continue
         calls = function_calls(turn.content)
         if not calls:

@@ -33,7 +33,7 @@ from .bridge import Bridge
 from .convert import content_text, function_response_part, new_call_id, openai_tool_message
 from .loop import DEFAULT_MAX_TURNS, EventHandler, RunResult, _emitter, _http_client, _post_json, _post_sse, choose_tool_style
 from .style import StylePolicy
-from .xmlcalls import TextCalls, render_results, render_tool_prompt, run_parsed_calls
+from .xmlcalls import TextCalls, answer_text_calls, render_results, render_tool_prompt
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -229,11 +229,7 @@ async def run_openai(
                     await emit("text", piece)
                 if not text_calls.calls:
                     return RunResult(turn.text, messages, number, True, turn.finish_reason, style)
-                for parsed in text_calls.calls:
-                    await emit("tool_call", {"name": parsed.name, "args": parsed.arguments})
-                outcomes = await run_parsed_calls(bridge, text_calls.calls)
-                for outcome in outcomes:
-                    await emit("tool_result", function_response_part(outcome))
+                outcomes = await answer_text_calls(bridge, text_calls.calls, emit)
                 messages.append({"role": "user", "content": render_results(outcomes)})
                 continue
             if not turn.tool_calls:

@@ -38,11 +38,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Union
 
-from .convert import ToolOutcome, error_outcome
+from .convert import ToolOutcome, error_outcome, function_response_part
 from .schema import enum_text
 
 if TYPE_CHECKING:
@@ -464,22 +464,11 @@ def convert_value(text: str, node: Any) -> Any:
         return None
     if ("integer" in kinds or "number" in kinds) and _INTEGER.match(bare):
         return int(bare)
-    if "number" in kinds:
-        try:
-            number = float(bare)
-        except ValueError:
-            pass
-        else:
-            if math.isfinite(number):
-                return number
-    if "integer" in kinds:
-        try:
-            number = float(bare)
-        except ValueError:
-            pass
-        else:
-            if number.is_integer():
-                return int(number)
+    number = _finite_float(bare) if "number" in kinds or "integer" in kinds else None
+    if number is not None and "number" in kinds:
+        return number
+    if number is not None and number.is_integer():
+        return int(number)
     if "boolean" in kinds and bare.lower() in ("true", "false"):
         return bare.lower() == "true"
     if not kinds or "array" in kinds or "object" in kinds:
@@ -495,6 +484,14 @@ def convert_value(text: str, node: Any) -> Any:
 
 
 _NOTHING = object()
+
+
+def _finite_float(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def coerce_parameters(schema: Any, arguments: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
@@ -658,6 +655,18 @@ def render_result(outcome: ToolOutcome, *, media_attached: bool = False) -> str:
 def render_results(outcomes: Sequence[ToolOutcome], *, media_attached: bool = False) -> str:
     """The text of the user message that answers a reply's calls."""
     return "\n\n".join(render_result(o, media_attached=media_attached) for o in outcomes)
+
+
+async def answer_text_calls(
+    bridge: Bridge, calls: Sequence[ParsedCall], emit: Callable[[str, Any], Awaitable[None]]
+) -> list[ToolOutcome]:
+    """Run a reply's calls, reporting ``tool_call`` and ``tool_result`` events as the loops do."""
+    for call in calls:
+        await emit("tool_call", {"name": call.name, "args": call.arguments})
+    outcomes = await run_parsed_calls(bridge, calls)
+    for outcome in outcomes:
+        await emit("tool_result", function_response_part(outcome))
+    return outcomes
 
 
 class TextCalls:

@@ -27,13 +27,14 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
+
+from loopback import LoopbackServer
 
 Chunk = list[dict[str, Any]]
 Step = Callable[["Request"], list[Chunk]]
@@ -126,7 +127,7 @@ def check(condition: Any, message: str) -> None:
 
 
 @dataclass
-class FakeGemini:
+class FakeGemini(LoopbackServer):
     """Start with ``with FakeGemini() as fake:``; ``fake.base_url`` is the server root."""
 
     bytes_signatures: bool = False
@@ -134,7 +135,6 @@ class FakeGemini:
     requests: list[Request] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     issued: list[list[dict[str, Any]]] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
     _signature_counter: int = 0
 
     # ------------------------------------------------------------------ script
@@ -154,35 +154,9 @@ class FakeGemini:
 
     # ------------------------------------------------------------------ serving
 
-    def __enter__(self) -> FakeGemini:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                raw = self.rfile.read(length)
-                fake._handle(self, raw)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
-
     @property
     def base_url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.root_url
 
     def _handle(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
         url = urlsplit(handler.path)
@@ -232,15 +206,6 @@ class FakeGemini:
             handler.wfile.write(f"data: {json.dumps(event)}\r\n\r\n".encode())
             handler.wfile.flush()
         handler.close_connection = True
-
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        handler.send_response(status)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
 
     # ------------------------------------------------------------------ the API's own checks
 

@@ -16,24 +16,17 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Union
+
+from fake_gemini import ScriptError, check
+from loopback import LoopbackServer
 
 Reply = Union[list[str], dict[str, Any]]
 Step = Callable[["ChatRequest"], Reply]
-
-
-class ScriptError(AssertionError):
-    pass
-
-
-def check(condition: Any, message: str) -> None:
-    if not condition:
-        raise ScriptError(message)
 
 
 @dataclass
@@ -60,13 +53,12 @@ class ChatRequest:
 
 
 @dataclass
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     supports_tools: bool = False
     steps: deque[Step] = field(default_factory=deque)
     requests: list[ChatRequest] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     issued: list[dict[str, Any]] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
     _ids: int = 0
 
     def script(self, *steps: Step, supports_tools: bool | None = None) -> None:
@@ -75,36 +67,9 @@ class FakeOpenAI:
         if supports_tools is not None:
             self.supports_tools = supports_tools
 
-    def __enter__(self) -> FakeOpenAI:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                fake._handle(self, raw)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
-
     @property
     def base_url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    # ------------------------------------------------------------------ serving
+        return f"{self.root_url}/v1"
 
     def _handle(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
         try:
@@ -167,15 +132,6 @@ class FakeOpenAI:
     def _event(handler: BaseHTTPRequestHandler, payload: Any) -> None:
         handler.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
         handler.wfile.flush()
-
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        handler.send_response(status)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
 
     # ------------------------------------------------------------------ the server's own checks
 
