@@ -393,6 +393,8 @@ class RgRun:
         """The records in batches as they arrive: whole ones as bytes, cut ones as `RgLine`s."""
         fds: list[int] = []
         argv = list(self.argv)
+        if not any(arg.startswith(("-j", "--threads")) for arg in argv):
+            argv[1:1] = ["--threads", str(rg_threads())]
         try:
             for data in self.ignore_files:
                 fd = _memfile(data)
@@ -491,6 +493,17 @@ def _memfile(data: bytes) -> int:
     os.write(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+@functools.lru_cache(maxsize=1)
+def rg_threads() -> int:
+    """rg's worker threads: one CPU fewer than we may use (rg's default takes them all), which is left to
+    the Python side consuming rg's output as it comes (verifying, re-checking, stat'ing)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus - 1, 12))
 
 
 def _clean_env() -> dict[str, str]:

@@ -13,6 +13,7 @@ import errno
 import os
 import secrets
 import stat
+import weakref
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -169,6 +170,10 @@ class Workspace:
         self.allow_protected = allow_protected
         self._anchors = [kernel.Anchor(r.fd, r.path) for r in self.roots]
         self._state = _State()
+        # The root descriptors are closed by close(), or when the last reference goes: a workspace that a
+        # connection dropped (roots changed, session ended) may still be in use by calls in flight.
+        self._fds = [r.fd for r in opened]
+        self._finalizer = weakref.finalize(self, _close_all, self._fds)
 
     # -- construction helpers -------------------------------------------------------------------------
 
@@ -196,11 +201,7 @@ class Workspace:
         return path
 
     def close(self) -> None:
-        for root in self.roots:
-            try:
-                os.close(root.fd)
-            except OSError:
-                pass
+        self._finalizer()
         self.roots = ()
 
     def narrowed(self, client_roots: list[str]) -> Workspace | None:
@@ -224,6 +225,7 @@ class Workspace:
         if escaped:
             for r in escaped:
                 os.close(r.fd)
+                narrowed._fds.remove(r.fd)
             narrowed.roots = tuple(r for r in narrowed.roots if r not in escaped)
             narrowed._anchors = [kernel.Anchor(r.fd, r.path) for r in narrowed.roots]
             if not narrowed.roots:
@@ -890,7 +892,7 @@ class NoFollowView:
     such as ripgrep reported by name is thus only looked at where it really is inside the root, even if the
     tree changed since. Directory descriptors are cached for the view's life (a bounded number)."""
 
-    MAX_DIRS = 512
+    MAX_DIRS = 64  # paths from rg come a directory at a time; a few descriptors suffice
 
     def __init__(self, root_fd: int, allow_protected: bool) -> None:
         self._root_fd = root_fd
@@ -921,13 +923,23 @@ class NoFollowView:
         parent = self._dir(parent_rel)
         fd = None
         if parent is not None and not self._refused(name):
+            flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC
             try:
-                fd = os.open(
-                    name, (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC,
-                    dir_fd=parent,
-                )
-            except OSError:
-                fd = None
+                fd = os.open(name, flags, dir_fd=parent)
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    return self._remember(dir_rel, None)
+                # out of descriptors: give back the cached ones (keeping the parent) and try once more
+                self._dirs.pop(parent_rel, None)
+                self.close()
+                try:
+                    fd = os.open(name, flags, dir_fd=parent)
+                finally:
+                    if parent != self._root_fd:
+                        os.close(parent)
+        return self._remember(dir_rel, fd)
+
+    def _remember(self, dir_rel: str, fd: int | None) -> int | None:
         if len(self._dirs) >= self.MAX_DIRS:
             self.close()  # the parent was only needed to open this one
         self._dirs[dir_rel] = fd
@@ -949,22 +961,21 @@ class NoFollowView:
             return None
 
     def lstat_many(self, rels: list[str]) -> list[os.stat_result | None]:
-        """`lstat` of each path, one directory at a time."""
+        """`lstat` of each path (consecutive paths in one directory share its descriptor lookup)."""
         out: list[os.stat_result | None] = [None] * len(rels)
-        by_dir: dict[str, list[tuple[int, str]]] = {}
+        last_head: str | None = None
+        fd: int | None = None
+        guard = not self._allow_protected
         for index, rel in enumerate(rels):
             head, _, name = rel.rpartition("/")
-            by_dir.setdefault(head, []).append((index, name))
-        for head, items in by_dir.items():
-            fd = self._dir(head)
-            if fd is None:
+            if head != last_head:
+                last_head, fd = head, self._dir(head)
+            if fd is None or name in ("", ".", "..") or (guard and name[:1] == "." and protected_name(name)):
                 continue
-            for index, name in items:
-                if not self._refused(name):
-                    try:
-                        out[index] = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    except OSError:
-                        pass
+            try:
+                out[index] = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                pass
         return out
 
     def open_regular(self, rel: str) -> int | None:
@@ -991,6 +1002,14 @@ class NoFollowView:
 
 
 # -- end of the issue-4 follow-up block -----------------------------------------------------------------
+
+
+def _close_all(fds: list[int]) -> None:
+    while fds:
+        try:
+            os.close(fds.pop())
+        except OSError:
+            pass
 
 
 def _fsync_dir(dir_fd: int) -> None:
