@@ -75,14 +75,14 @@ def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
         help="allow binding a non-loopback address without --auth-token-env",
     )
     http.add_argument(
-        "--max-calls", type=int, default=64, metavar="N", help="tool calls running at once, overall (default: 64)"
+        "--max-calls", type=int, default=64, metavar="N", help="tool calls running at once, overall; 0 for no limit (default: 64)"
     )
     http.add_argument(
         "--max-session-calls",
         type=int,
         default=16,
         metavar="N",
-        help="tool calls running at once per client session (default: 16)",
+        help="tool calls running at once per client session; 0 for no limit (default: 16)",
     )
 
 

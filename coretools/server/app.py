@@ -58,15 +58,11 @@ class Workspaces:
         self._fallback: Workspace | None = None
 
     def forget(self, ctx: ServerRequestContext) -> None:
+        """Drop a connection's workspace (its roots changed). Not closed here: calls in flight may still use
+        it; its descriptors close when the last reference goes (see `Workspace.__init__`)."""
         key = _connection_key(ctx)
         if key is not None:
-            old = self._by_connection.pop(key, None)
-            if old is not None and self._owned(old):
-                old.close()
-
-    def _owned(self, workspace: Workspace) -> bool:
-        """True for a workspace made for one connection (not the shared operator or fallback one)."""
-        return workspace is not self.base and workspace is not self._fallback
+            self._by_connection.pop(key, None)
 
     async def for_request(self, ctx: ServerRequestContext) -> Workspace:
         key = _connection_key(ctx)
@@ -76,14 +72,10 @@ class Workspaces:
         if key is None:
             return workspace
         if key in self._by_connection:  # a concurrent first call of the same connection decided first
-            if self._owned(workspace):
-                workspace.close()
             return self._by_connection[key]
+        # A connection's own workspace is dropped with the connection (the mapping holds it weakly by key)
+        # and closes its descriptors once no call uses it any more.
         self._by_connection[key] = workspace
-        if self._owned(workspace):
-            # A connection's own workspace holds root fds: close them when the connection (an HTTP session
-            # that ended, say) is garbage collected, not only on roots/list_changed.
-            weakref.finalize(key, workspace.close)
         return workspace
 
     async def _decide(self, ctx: ServerRequestContext) -> Workspace:
