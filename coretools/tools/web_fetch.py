@@ -33,7 +33,9 @@ ERROR_BODY_CHARS = 2_000  # how much of a 4xx/5xx page is shown
 USER_AGENT = f"Mozilla/5.0 (compatible; coretools-mcp/{__version__}; web_fetch)"
 ACCEPT = "text/markdown, text/html;q=0.9, text/plain;q=0.8, application/json;q=0.8, */*;q=0.5"
 
-_URL_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
+# The lookbehind makes a match start only where a scheme-like word starts: without it, a long run of
+# letters with no "://" made the search quadratic (a 1 MB prompt ran for minutes on the event loop).
+_URL_TOKEN = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://\S*")
 _TRAILING = ".,;:!?'\"*_"
 _PAIRS = {")": "(", "]": "[", "}": "{", ">": "<"}
 _GITHUB_BLOB = re.compile(r"https://github\.com/([^/]+)/([^/]+)/blob/(.+)")
@@ -73,15 +75,18 @@ def find_urls(prompt: str) -> tuple[list[str], list[str]]:
 
 
 def _trim(token: str) -> str:
-    while token:
-        last = token[-1]
+    counts = {ch: token.count(ch) for ch in (*_PAIRS, *_PAIRS.values())}  # kept up to date: linear time
+    end = len(token)
+    while end:
+        last = token[end - 1]
         if last in _TRAILING:
-            token = token[:-1]
-        elif last in _PAIRS and token.count(last) > token.count(_PAIRS[last]):
-            token = token[:-1]
+            end -= 1
+        elif last in _PAIRS and counts[last] > counts[_PAIRS[last]]:
+            counts[last] -= 1
+            end -= 1
         else:
             break
-    return token
+    return token[:end]
 
 
 def raw_github(url: str) -> str:
