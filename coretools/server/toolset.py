@@ -20,6 +20,15 @@ from coretools.tools import tool_modules
 from coretools.tools.base import ServerConfig, Tool, ToolContext, ToolResult
 
 logger = logging.getLogger("coretools")
+MAX_ERROR_CHARS = 20_000
+
+
+def _clip(message: str) -> str:
+    """Error messages often echo an argument back; a megabyte-long argument must not come back whole."""
+    if len(message) <= MAX_ERROR_CHARS:
+        return message
+    half = MAX_ERROR_CHARS // 2
+    return f"{message[:half]}\n... [{len(message) - 2 * half} characters of this error message omitted] ...\n{message[-half:]}"
 
 
 def tool_classes() -> list[type[Tool]]:
@@ -105,7 +114,7 @@ class ToolSet:
         try:
             return await published.tool.run(args, ctx)
         except ToolError as exc:
-            return ToolResult.error(exc.message, exc.kind)
+            return ToolResult.error(_clip(exc.message), exc.kind)
         except Exception as exc:  # noqa: BLE001 - a bug must not take the server down or leak a traceback
             logger.exception("tool %s failed unexpectedly", name)
             return ToolResult.error(
