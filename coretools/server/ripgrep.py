@@ -144,6 +144,12 @@ class Recheck:
     names always (each component), and each component judged by `rules` when given (see `RgRules.recheck`).
     A directory is judged once; `hidden` counts what was left out (a directory once, like the walk)."""
 
+    @classmethod
+    def of(cls, ws, root: int, base: str, options: IgnoreOptions | None, allow_protected: bool) -> Recheck:
+        """The re-check of a search of `base` in root `root` of the workspace `ws`, with `options` from
+        `RgRules.recheck_options`."""
+        return cls(ws.ignore_rules(root, options) if options is not None else None, base, allow_protected)
+
     def __init__(self, rules: IgnoreRules | None, base: str, allow_protected: bool) -> None:
         self.rules = rules
         self.base = base
@@ -345,8 +351,11 @@ class RgError(Exception):
 
 @dataclass
 class RgLine:
-    data: bytes
-    head: bytes  # == data unless the line was longer than the bound
+    """A record too long to keep whole (`RgRun.batches` gives the others as plain bytes): its first
+    `max_line` bytes and its last 4 KB."""
+
+    data: bytes  # always b"": the whole record was not kept
+    head: bytes
     tail: bytes
     cut: bool
 
@@ -377,12 +386,6 @@ class RgRun:
     stderr_hits: int = 0
     returncode: int | None = None
     stopped: str | None = None  # why the stream was cut short (timeout, output bound)
-
-    def lines(self) -> Iterator[RgLine]:
-        """Each record; one longer than `max_line` comes cut (its head and its last 4 KB)."""
-        for batch in self.batches():
-            for item in batch:
-                yield item if isinstance(item, RgLine) else RgLine(item, item, b"", False)
 
     def records(self) -> Iterator[list[bytes]]:
         """The records in batches as they arrive (records longer than `max_line` are dropped)."""

@@ -349,9 +349,7 @@ class RipgrepEngine:
                 options = SEARCH_OPTIONS if overrides else options
             argv.append(".")
             cwd = ripgrep.dir_cwd(target.fd, target.path)
-            recheck = ripgrep.Recheck(
-                ws.ignore_rules(target.root, options) if options else None, target.rel, req.allow_protected
-            )
+            recheck = ripgrep.Recheck.of(ws, target.root, target.rel, options, req.allow_protected)
         else:
             argv.append(f"/proc/{os.getpid()}/fd/{target.fd}")
             cwd = "/"

@@ -195,10 +195,7 @@ def rg_files(
         )
         if rules is None:
             return None
-        recheck_options = rules.recheck_options(options)
-        recheck = ripgrep.Recheck(
-            ws.ignore_rules(node.root, recheck_options) if recheck_options else None, node.rel, ws.allow_protected
-        )
+        recheck = ripgrep.Recheck.of(ws, node.root, node.rel, rules.recheck_options(options), ws.allow_protected)
         argv = [binary, "--files", "--null", "--debug", "--max-depth", str(bounds.max_depth), *rules.flags, "."]
         run = ripgrep.RgRun(
             argv, ripgrep.dir_cwd(dir_fd, node.path), rules.ignore_files, timeout=RG_WALK_TIMEOUT, check=check,
