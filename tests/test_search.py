@@ -310,3 +310,18 @@ def test_include_glob_semantics() -> None:
     assert glob_regex("src/**").fullmatch("src/a/b.py")
     assert glob_regex("*.{ts,tsx}").fullmatch("x/y.tsx")
     assert not glob_regex("*.{ts,tsx}").fullmatch("x/y.tsxx")
+
+
+async def test_nul_and_overlong_arguments_are_clear_errors(root: Path) -> None:
+    from support import call_tool, text_of
+
+    (root / "a.txt").write_text("abc\n")
+    for args, needle in (
+        ({"pattern": "a\x00b"}, "NUL character"),
+        ({"pattern": "a", "include": "*.t\x00xt"}, "NUL character"),
+        ({"pattern": "a" * 200_000}, "the limit is"),
+    ):
+        result = await call_tool(root, "search_file_content", args)
+        assert result.is_error, args
+        assert needle in text_of(result)
+        assert "Internal error" not in text_of(result)

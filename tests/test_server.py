@@ -164,9 +164,16 @@ async def test_exception_inside_a_tool_becomes_iserror_without_traceback(
 # -- progress and cancellation -------------------------------------------------------------------------
 
 
+def force_python_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """glob and read_many_files list files with `rg --files` when ripgrep runs; these tests are about the
+    workspace walk they fall back to, so take ripgrep away from them."""
+    monkeypatch.setattr("coretools.tools.walking.rg_files", lambda *args, **kwargs: None)
+
+
 async def test_progress_notifications_from_a_long_walk(
     big_tree: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    force_python_walk(monkeypatch)
     monkeypatch.setattr("coretools.tools.walking.PROGRESS_EVERY", 250)
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -181,6 +188,28 @@ async def test_progress_notifications_from_a_long_walk(
     values = [p for p, _, _ in seen]
     assert values == [250.0, 500.0, 750.0, 1000.0, 1250.0, 1500.0]
     assert all(msg and "walked" in msg for _, _, msg in seen)
+
+
+async def test_progress_notifications_from_a_ripgrep_listing(
+    big_tree: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coretools.server.ripgrep import find_rg
+
+    if find_rg() is None:
+        pytest.skip("no ripgrep binary runs here")
+    monkeypatch.setattr("coretools.tools.walking.PROGRESS_EVERY", 250)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with connect([big_tree], mode) as client:
+        result = await client.call_tool("glob", {"pattern": "tree/**/*.txt"}, progress_callback=on_progress)
+        assert "Found 1500 file(s)" in text_of(result)
+        await eventually(lambda: len(seen) >= 1)
+    values = [p for p, _, _ in seen]
+    assert values == sorted(set(values)) and values[0] >= 250
+    assert all(msg and "found" in msg for _, _, msg in seen)
 
 
 async def test_progress_from_read_many_files_has_a_total(root: Path) -> None:
@@ -200,6 +229,7 @@ async def test_progress_from_read_many_files_has_a_total(root: Path) -> None:
 @pytest.fixture
 def slow_walk(monkeypatch: pytest.MonkeyPatch):
     """Make every workspace walk slow (2 ms per file) and record how far it got and whether it ended."""
+    force_python_walk(monkeypatch)
     state = {"yielded": 0, "finished": threading.Event(), "completed": False}
     original = Workspace.walk
 
