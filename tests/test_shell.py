@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coretools.tools.process import Runner, RunSpec, _scan, bwrap_problem, is_alive
+from coretools.server.processes import Runner, RunSpec, _scan, bwrap_problem, is_alive
 from tests.conftest import call_tool, connect, make_config, stdio_params, text_of
 
 pytestmark = pytest.mark.anyio
@@ -207,7 +207,7 @@ async def test_sigterm_to_the_server_kills_its_children(root: Path) -> None:
 
     code = (
         "import anyio, sys\n"
-        "from coretools.tools.process import Runner, RunSpec\n"
+        "from coretools.server.processes import Runner, RunSpec\n"
         "async def main():\n"
         "    r = Runner('t')\n"
         "    o = await r.run(RunSpec(['bash', '-c', 'sleep 60 & echo $!']))\n"

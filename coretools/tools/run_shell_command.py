@@ -21,7 +21,7 @@ from typing import Any
 
 from coretools.errors import ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.process import (
+from coretools.server.processes import (
     DEFAULT_INACTIVITY_TIMEOUT,
     DEFAULT_WALL_TIMEOUT,
     Outcome,
