@@ -142,20 +142,32 @@ def rg_rules(
 class Recheck:
     """Our verdict on the paths rg reported below `base` (root-relative), where rg's could differ: protected
     names always (each component), and each component judged by `rules` when given (see `RgRules.recheck`).
-    A directory is judged once; `hidden` counts what was left out (a directory once, like the walk)."""
+    A directory is judged once; `hidden` counts what was left out (a directory once, like the walk).
+    `files(dir)`, if given, says whether the rules can hide a file of the root-relative directory `dir` by its
+    own name (see `NameRules`); where they cannot, files are not judged by them."""
 
     @classmethod
-    def of(cls, ws, root: int, base: str, options: IgnoreOptions | None, allow_protected: bool) -> Recheck:
+    def of(
+        cls, ws, root: int, base: str, options: IgnoreOptions | None, allow_protected: bool,
+        files: Callable[[str], bool] | None = None,
+    ) -> Recheck:
         """The re-check of a search of `base` in root `root` of the workspace `ws`, with `options` from
         `RgRules.recheck_options`."""
-        return cls(ws.ignore_rules(root, options) if options is not None else None, base, allow_protected)
+        return cls(ws.ignore_rules(root, options) if options is not None else None, base, allow_protected, files)
 
-    def __init__(self, rules: IgnoreRules | None, base: str, allow_protected: bool) -> None:
+    def __init__(
+        self, rules: IgnoreRules | None, base: str, allow_protected: bool, files: Callable[[str], bool] | None = None
+    ) -> None:
         self.rules = rules
         self.base = base
         self.allow_protected = allow_protected
         self.hidden = 0
         self._dirs: dict[str, bool] = {"": True}
+        self._files = files
+        self._plain: dict[str, bool] = {}  # visible directories whose files only a protected name can hide
+
+    def _rules_judge_files(self, head: str) -> bool:
+        return self._files is None or self._files(f"{self.base}/{head}" if self.base and head else self.base or head)
 
     def _hidden(self, rel: str, is_dir: bool) -> bool:
         name = rel.rpartition("/")[2]
@@ -179,13 +191,78 @@ class Recheck:
         """`rel` is relative to `base`; judged like the walk, each component below `base` by its own name
         and the rules (`base` itself was checked when it was opened)."""
         head, _, name = rel.rpartition("/")
+        if name[:1] != "." and self._plain.get(head):
+            return True  # the common case, decided once per directory
         seen = self._dirs.get(head)
         if not (seen if seen is not None else self._dir_visible(head)):
             return False
-        if (name[:1] == "." or self.rules is not None) and self._hidden(rel, False):
+        if self.rules is None or not self._rules_judge_files(head):  # protected names only
+            self._plain[head] = True
+            if name[:1] == "." and not self.allow_protected and protected_name(name):
+                self.hidden += 1
+                return False
+            return True
+        if self._hidden(rel, False):
             self.hidden += 1
             return False
         return True
+
+
+class NameRules:
+    """Which directories have ignore rules that could hide, by its own name, a file whose name matches one of
+    the glob alternatives `names` (text and `*`): called with a root-relative directory, it looks at the rule
+    sources `options` enable there (the root's, and the `.gitignore` of each directory down to it).
+    Conservative: any negation counts, and a rule counts unless its last component provably cannot match
+    such a name. A rule that is not counted can still hide a file through a parent directory, which the
+    walk judges on its own."""
+
+    def __init__(self, read_source: Callable[[str], bytes | None], options: IgnoreOptions, names: list[str]) -> None:
+        self._read = read_source
+        self._git = options.git
+        self._names = [n.lower() for n in names]
+        root = list(DEFAULT_EXCLUDES) if options.defaults else []
+        if options.git:
+            root += _lines(read_source(GIT_INFO_EXCLUDE))
+        if options.gemini:
+            root += _lines(read_source(GEMINIIGNORE))
+        self._root = self._may_hide(root)
+        self._dirs: dict[str, bool] = {}
+
+    def __call__(self, dir_rel: str) -> bool:
+        hit = self._dirs.get(dir_rel)
+        if hit is None:
+            if dir_rel:
+                hit = self(dir_rel.rpartition("/")[0])
+            else:
+                hit = self._root
+            if not hit and self._git:
+                hit = self._may_hide(_lines(self._read(f"{dir_rel}/{GITIGNORE}" if dir_rel else GITIGNORE)))
+            self._dirs[dir_rel] = hit
+        return hit
+
+    def _may_hide(self, lines: list[str]) -> bool:
+        return any(self._line_may_hide(line) for line in lines)
+
+    def _line_may_hide(self, line: str) -> bool:
+        if line.startswith("!") or not line.isascii():
+            return True
+        last = _strip_trailing_spaces(line).rstrip("/").rpartition("/")[2]
+        if not last:
+            return True
+        wild = re.search(r"[*?\[\]\\]", last) is not None
+        for name in self._names:
+            if "*" not in name:
+                if re.fullmatch(_segment_regex(last).pattern, name, re.IGNORECASE | re.DOTALL):
+                    return True
+            elif not wild:
+                if re.fullmatch(".*".join(map(re.escape, name.split("*"))), last.lower(), re.DOTALL):
+                    return True
+            else:  # both end in literal text after their last wildcard: a name can end in both only if one ends the other
+                tail = re.split(r"[*?\[\]\\]", last)[-1].lower()
+                mine = name.rpartition("*")[2]
+                if tail.endswith(mine) or mine.endswith(tail):
+                    return True
+        return False
 
 
 def _lines(data: bytes | None) -> list[str]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
 
 from coretools.errors import ToolError
 from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import Location, WalkReport, Workspace
+from coretools.server.workspace import DirEntry, Location, WalkReport, Workspace
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.walking import (
     glob_escape,
@@ -20,6 +21,7 @@ from coretools.tools.walking import (
     search_scopes,
     split_literal_prefix,
     walk_files,
+    walk_order,
 )
 
 RECENT_SECONDS = 24 * 3600
@@ -33,7 +35,9 @@ class Glob(Tool):
         "Efficiently finds files matching a glob pattern (e.g. 'src/**/*.ts', '**/*.{md,txt}', 'docs/*.md'), "
         "returning absolute paths sorted with files modified in the last 24 hours first (newest first), then "
         "alphabetically. '**' matches any number of directories; a pattern without '/' matches only at the top "
-        "of the search directory. Files hidden by .gitignore, .geminiignore and default excludes are skipped."
+        "of the search directory. Files hidden by .gitignore, .geminiignore and default excludes are skipped; "
+        "when nothing matches, the answer says how many files matching the pattern .gitignore/.geminiignore "
+        "hid (that count is not given when files are found)."
     )
     input_schema = {
         "type": "object",
@@ -73,7 +77,8 @@ class Glob(Tool):
         options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=True)
         case_sensitive = args["case_sensitive"]
         report = WalkReport()
-        found: list[tuple[str, float]] = []
+        found: list[tuple[str, float, int, str]] = []  # shown path, mtime, scope, root-relative path
+        searched: list[tuple[Location, str]] = []
         for scope in scopes:
             local = pattern
             if local.startswith("/"):  # an absolute pattern inside this scope becomes relative to it
@@ -95,24 +100,28 @@ class Glob(Tool):
                     base = Location(node.root, node.rel, node.path)
             except ToolError:
                 continue
-            matches = functools.partial(globmatch, patterns=rest, case_sensitive=case_sensitive)
-            names = name_filter(rest, case_sensitive)
-            for entry in walk_files(ws, base, options, ctx, report, select=matches, names=names):
-                found.append((ws.shown_path(base.root, entry.rel), entry.mtime))
+            searched.append((base, rest))
+            shown = ws.shown_path
+            found += (
+                (shown(base.root, e.rel), e.mtime, len(searched), e.rel)
+                for e in _matching(ws, base, rest, case_sensitive, options, ctx, report, ordered=False)
+            )
         where = scopes[0].shown if len(scopes) == 1 else f"{len(scopes)} workspace directories"
         within = "within" if len(scopes) == 1 else "across"
         if not found:
+            ignored = _hidden_matches(ws, searched, case_sensitive, options, ctx)
             text = f'No files found matching pattern "{pattern}" {within} {where}'
-            if report.ignored:
-                text += f" ({report.ignored} files were ignored)"
-            return ToolResult.text(text + ".", {"files": [], "ignored": report.ignored})
+            if ignored:
+                text += f" ({ignored} files were ignored)"
+            return ToolResult.text(text + ".", {"files": [], "ignored": ignored})
         now = time.time()
-        recent = sorted((f for f in found if now - f[1] < RECENT_SECONDS), key=lambda f: -f[1])
-        older = sorted((f for f in found if now - f[1] >= RECENT_SECONDS), key=lambda f: f[0])
-        paths = [p for p, _ in recent + older]
+        # recent files: newest first, equal times in walk order (scope by scope); older ones by path
+        recent = sorted(
+            (f for f in found if now - f[1] < RECENT_SECONDS), key=lambda f: (-f[1], f[2], walk_order(f[3]))
+        )
+        older = sorted(f[0] for f in found if now - f[1] >= RECENT_SECONDS)
+        paths = [f[0] for f in recent] + older
         header = f'Found {len(paths)} file(s) matching "{pattern}" {within} {where}'
-        if report.ignored:
-            header += f" ({report.ignored} additional files were ignored)"
         header += ", sorted by modification time (newest first):"
         shown = paths[:MAX_RESULTS]
         text = header + "\n" + "\n".join(shown)
@@ -120,7 +129,44 @@ class Glob(Tool):
             text += f"\n... {len(paths) - MAX_RESULTS} more not shown; use a narrower pattern or path."
         if report.truncated:
             text += f"\n(The walk was bounded: {report.truncated}.)"
-        return ToolResult.text(text, {"files": shown, "total": len(paths), "ignored": report.ignored})
+        # The ignored count is only worked out when nothing matched (see _hidden_matches).
+        return ToolResult.text(text, {"files": shown, "total": len(paths), "ignored": None})
+
+
+def _matching(
+    ws: Workspace,
+    base: Location,
+    rest: str,
+    case_sensitive: bool,
+    options: IgnoreOptions,
+    ctx: ToolContext | None,
+    report: WalkReport,
+    ordered: bool = True,
+) -> Iterator[DirEntry]:
+    """The files below `base` that the glob `rest` (relative to it) matches and `options` let through."""
+    matches = functools.partial(globmatch, patterns=rest, case_sensitive=case_sensitive)
+    names = name_filter(rest, case_sensitive)
+    yield from walk_files(
+        ws, base, options, ctx, report, select=matches, names=names, count_ignored=False, ordered=ordered
+    )
+
+
+def _hidden_matches(
+    ws: Workspace,
+    searched: list[tuple[Location, str]],
+    case_sensitive: bool,
+    options: IgnoreOptions,
+    ctx: ToolContext | None,
+) -> int:
+    """How many files match the pattern but were hidden by .gitignore/.geminiignore, as Gemini CLI counts
+    them: the matches of the same search with those sources off (default excludes and protected paths still
+    hide, and are not counted). Only called when the search found nothing, so every such match was hidden."""
+    loose = IgnoreOptions(git=False, gemini=False, defaults=options.defaults)
+    if loose == options:
+        return 0
+    return sum(
+        1 for base, rest in searched for _ in _matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport())
+    )
 
 
 def _literal_exists(ws: Workspace, base: Location, pattern: str) -> bool:

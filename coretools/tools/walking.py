@@ -7,6 +7,12 @@ rg only names files; nothing is shown on its word alone: each path is re-checked
 protected names, and the ignore sources rg could judge differently) and the chosen ones are stat'ed through
 the gateway (`Workspace.lstat_many`: beneath the root's descriptor, no symlink followed), which drops
 anything that is not a regular file inside the root any more.
+
+What the rules left out is counted only on request (`count_ignored`, read_many_files' "N file(s) ignored"):
+rg then logs every entry it skips (`--debug`, costly per line) and cannot filter by name. Without it (glob),
+rg is given the file-name part of the pattern as a `--glob`, so it neither matches ignore rules against
+nor prints the files that cannot match; the re-check then judges the files it lists by every rule that
+could hide their name (a `--glob` beats ignore rules in rg).
 """
 
 from __future__ import annotations
@@ -114,12 +120,16 @@ def walk_files(
     bounds: WalkBounds | None = None,
     select: Callable[[str], bool] | None = None,
     names: NameFilter | None = None,
+    count_ignored: bool = True,
+    ordered: bool = True,
 ) -> Iterator[DirEntry]:
     """The files below the directory `loc` that the ignore rules let through, in the walk's order (depth
     first, names sorted, a directory's files before its subdirectories), from a worker thread with progress
     notifications and cancellation checks. `select(path relative to loc)`, if given, picks files before
     they are stat'ed (cheap for a glob over a big tree); `names` (see `name_filter`) is a cheaper test of
-    the same choice that rg's paths are given first."""
+    the same choice that rg's paths are given first. `report.ignored` counts what the rules left out (an
+    ignored directory once) only if `count_ignored`; otherwise rg filters by `names` itself and the count
+    is not kept (the Python walk keeps it anyway). `ordered=False`: any order (the caller sorts)."""
     bounds = bounds or WalkBounds()
 
     def check() -> None:
@@ -142,12 +152,13 @@ def walk_files(
             _progress(ctx, len(found), f"found {len(found)} files")
 
     try:
-        listed = rg_files(ws, loc, options, report, bounds, check, names, take)
+        listed = rg_files(ws, loc, options, report, bounds, check, names, take, count_ignored)
     finally:
         for view in views.values():
             view.close()
     if listed is not None:
-        found.sort(key=lambda item: walk_order(item[0]))
+        if ordered:
+            found.sort(key=lambda item: walk_order(item[0]))
         for rel, st in found:
             yield DirEntry(rel.rpartition("/")[2], rel, "file", st.st_size, st.st_mtime)
         return
@@ -176,14 +187,20 @@ def rg_files(
     check: Callable[[], None],
     names: NameFilter | None = None,
     take: Callable[[int, str, list[str]], None] | None = None,
+    count_ignored: bool = True,
 ) -> tuple[int, str, list[str]] | None:
     """`(root, directory, root-relative paths)` of the files below the directory `loc` per `rg --files`
     with our rules (re-checked, not yet stat'ed; only those `names` accepts, if given), or None when rg
     cannot be used (no binary, rules rg cannot express): then the caller walks. `take(root, directory,
-    paths)`, if given, receives them batch by batch as rg lists them. `report.ignored` counts what
-    the rules left out as the walk would (an ignored directory once): rg logs each entry it skips at --debug
-    level, and the re-check counts what it drops. rg is not given `names` (as a file type, say): every file
-    it skipped for its name would cost a debug line, far more than the test here."""
+    paths)`, if given, receives them batch by batch as rg lists them.
+
+    With `count_ignored`, `report.ignored` counts what the rules left out as the walk would (an ignored
+    directory once): rg logs each entry it skips at --debug level, and the re-check counts what it drops.
+    rg is then not given `names`: every file it skipped for its name would cost a debug line, far more than
+    the test here. Without it, rg gets `names.glob` as a `--glob` (and, for a top-level pattern,
+    `--max-depth 1`); since that whitelists matching files past the ignore rules, the re-check judges every
+    listed path by all of them (files only where `ripgrep.NameRules` says a rule could hide the name), and
+    `names.regex` still decides (rg's glob is a superset where case folding differs)."""
     from coretools.server import ripgrep
 
     binary = ripgrep.find_rg()
@@ -195,16 +212,32 @@ def rg_files(
         )
         if rules is None:
             return None
-        recheck = ripgrep.Recheck.of(ws, node.root, node.rel, rules.recheck_options(options), ws.allow_protected)
-        argv = [binary, "--files", "--null", "--debug", "--max-depth", str(bounds.max_depth), *rules.flags, "."]
+        depth, extra = bounds.max_depth, []
+        if count_ignored or names is None:
+            recheck_options, files = rules.recheck_options(options), None
+            if count_ignored:
+                extra.append("--debug")
+        else:
+            # A --glob whitelists the files it matches past every ignore rule (directories are still pruned
+            # unless their own name matches), so each listed path is judged by all our rules again, files
+            # only where a rule could hide their name at all (in a source tree: hardly anywhere).
+            extra += ["--glob", names.glob]
+            depth = min(depth, 1) if names.top else depth
+            recheck_options = options
+            files = ripgrep.NameRules(lambda rel: ws.ignore_source(node.root, rel), options, list(names.names))
+        recheck = ripgrep.Recheck.of(ws, node.root, node.rel, recheck_options, ws.allow_protected, files)
+        argv = [binary, "--files", "--null", *extra, "--max-depth", str(depth), *rules.flags, "."]
+        # (our --glob comes before rules.flags: their `!.git` override, later, wins over it)
         run = ripgrep.RgRun(
             argv, ripgrep.dir_cwd(dir_fd, node.path), rules.ignore_files, timeout=RG_WALK_TIMEOUT, check=check,
-            sep=b"\0", count_in_stderr=_ignored_by_rules,
+            sep=b"\0", count_in_stderr=_ignored_by_rules if count_ignored else None,
         )
         wanted = names.regex.search if names is not None else None
-        # Every path the re-check drops counts as ignored, as in the walk, so a path `names` rejects is still
-        # re-checked when the check involves rules, or when it can hit a protected name (those start with a dot).
-        judge_all = recheck.rules is not None
+        # Every path the re-check drops counts as ignored, as in the walk, so when counting, a path `names`
+        # rejects is still re-checked when the check involves rules, or when it can hit a protected name
+        # (those start with a dot).
+        judge_all = count_ignored and recheck.rules is not None
+        judge_dotted = count_ignored
         prefix = f"{node.rel}/" if node.rel else ""
         visible = recheck.visible
         found: list[str] = []
@@ -212,7 +245,7 @@ def rg_files(
             start = len(found)
             for raw in batch:
                 if wanted is not None and wanted(raw) is None:
-                    if judge_all or b"/." in raw:
+                    if judge_all or (judge_dotted and b"/." in raw):
                         visible(raw[2:].decode("utf-8", "surrogateescape"))
                     continue
                 rel = raw[2:].decode("utf-8", "surrogateescape")  # rg was asked for ".": "./" first
@@ -229,7 +262,8 @@ def rg_files(
             return None  # rg refused the arguments (it printed nothing): walk instead
         if run.stopped and not report.truncated:
             report.truncated = run.stopped.replace("the search", "the walk")
-        report.ignored += run.stderr_hits + recheck.hidden
+        if count_ignored:
+            report.ignored += run.stderr_hits + recheck.hidden
         return node.root, node.rel, found
 
 
@@ -240,10 +274,15 @@ def _ignored_by_rules(debug_line: bytes) -> bool:
 
 @dataclass(frozen=True)
 class NameFilter:
-    """A test of rg's raw paths (`./a/b.py`) that accepts every path a glob matches; `exact`: only those."""
+    """A test of rg's raw paths (`./a/b.py`) that accepts every path a glob matches; `exact`: only those.
+    `glob`: a file-name glob for rg (globset syntax) that accepts at least the names `regex` does; `top`:
+    only files directly in the walked directory can match."""
 
     regex: re.Pattern[bytes]
     exact: bool
+    glob: str = "*"
+    top: bool = False
+    names: tuple[str, ...] = ()  # the name part of the pattern, braces expanded (text and `*`)
 
 
 _PLAIN = r"[A-Za-z0-9._\- ]"
@@ -265,13 +304,33 @@ def name_filter(pattern: str, case_sensitive: bool) -> NameFilter | None:
         head, name, exact = b"/", pattern.rpartition("/")[2], False
     if not name or "**" in name or _NAME_GLOB.fullmatch(name) is None or name.strip("*") == "":
         return None
-    body = []
+    body, glob, expanded = [], [], [""]
     for token in re.findall(r"\{[^{}]*\}|.", name):
+        alts = token[1:-1].split(",") if len(token) > 1 else [token]
         if len(token) > 1:
-            body.append(b"(?:" + b"|".join(_name_regex(alt, case_sensitive) for alt in token[1:-1].split(",")) + b")")
+            body.append(b"(?:" + b"|".join(_name_regex(alt, case_sensitive) for alt in alts) + b")")
+            glob.append("{" + ",".join(_name_glob(alt, case_sensitive) for alt in alts) + "}")
         else:
             body.append(_name_regex(token, case_sensitive))
-    return NameFilter(re.compile(head + b"".join(body) + rb"\Z", re.DOTALL), exact)
+            glob.append(_name_glob(token, case_sensitive))
+        expanded = [done + alt for done in expanded for alt in alts] if len(expanded) * len(alts) <= 64 else ["*"]
+    regex = re.compile(head + b"".join(body) + rb"\Z", re.DOTALL)
+    names = tuple(re.sub(r"\*+", "*", n) for n in expanded)
+    return NameFilter(regex, exact, re.sub(r"\*+", "*", "".join(glob)), top=head != b"/", names=names)
+
+
+def _name_glob(text: str, case_sensitive: bool) -> str:
+    # The characters allowed here are literal in globset except `*`; a letter that Python's case folding
+    # pairs with a non-ASCII one becomes `*` (a superset: the regex decides), others a two-letter class.
+    out = []
+    for ch in text:
+        if case_sensitive or not ch.isalpha():
+            out.append(ch)
+        elif ch.lower() in _UNICODE_FOLDS:
+            out.append("*")
+        else:
+            out.append(f"[{ch.lower()}{ch.upper()}]")
+    return "".join(out)
 
 
 def _name_regex(text: str, case_sensitive: bool) -> bytes:
