@@ -416,3 +416,11 @@ def test_name_filter_agrees_with_globmatch(case_sensitive: bool) -> None:
             assert said or not truth, (pat, rel)
 
     check()
+
+
+async def test_nul_and_overlong_patterns_are_clear_errors(root: Path) -> None:
+    make(root, "a.py")
+    for pattern, needle in (("*.p\x00y", "NUL character"), ("x" * 50_000, "the limit is")):
+        result = await glob(root, pattern)
+        assert result.is_error
+        assert needle in text_of(result) and "Internal error" not in text_of(result)

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from coretools.errors import ToolError
+from coretools.server.ripgrep import MAX_GLOB_CHARS, check_rg_argument
 from coretools.server.ignore import IgnoreOptions
 from coretools.server.workspace import DirEntry, Location, WalkReport, Workspace
 from coretools.tools.base import Tool, ToolContext, ToolResult
@@ -73,6 +74,7 @@ class Glob(Tool):
         pattern = args["pattern"].strip()
         if not pattern:
             raise ToolError("The 'pattern' parameter cannot be empty.", "invalid_tool_params")
+        check_rg_argument("pattern", pattern, MAX_GLOB_CHARS)
         scopes = search_scopes(ws, args.get("path"))
         options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=True)
         case_sensitive = args["case_sensitive"]

@@ -10,6 +10,7 @@ import anyio
 import anyio.from_thread
 
 from coretools.errors import ToolError
+from coretools.server.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.search_engines import Collector, Job, PythonEngine, Request, RipgrepEngine, Target
 
@@ -88,9 +89,9 @@ class SearchFileContent(Tool):
         if not pattern:
             raise ToolError("The 'pattern' parameter cannot be empty.", "invalid_tool_params")
         include = (args.get("include") or "").strip() or None
-        _check_argument("pattern", pattern, MAX_PATTERN_CHARS)
+        check_rg_argument("pattern", pattern, MAX_PATTERN_CHARS)
         if include is not None:
-            _check_argument("include", include, MAX_INCLUDE_CHARS)
+            check_rg_argument("include", include, MAX_GLOB_CHARS)
         req = Request(
             pattern=pattern,
             include=include,
@@ -228,16 +229,3 @@ def _format(
 
 TOOL = SearchFileContent
 
-
-MAX_PATTERN_CHARS = 16_384
-MAX_INCLUDE_CHARS = 4_096
-
-
-def _check_argument(name: str, value: str, limit: int) -> None:
-    """Both go to ripgrep's command line: no NUL byte can pass there, and the kernel caps its length."""
-    if "\x00" in value:
-        raise ToolError(f"The '{name}' parameter contains a NUL character, which no file name or regex here can "
-                        "use; remove it.", "invalid_tool_params")
-    if len(value) > limit:
-        raise ToolError(f"The '{name}' parameter is {len(value)} characters long; the limit is {limit}. Search for "
-                        "a shorter, more specific expression.", "invalid_tool_params")
