@@ -170,21 +170,29 @@ def force_python_walk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("coretools.tools.walking.rg_files", lambda *args, **kwargs: None)
 
 
-async def test_progress_notifications_from_a_long_walk(
-    big_tree: Path, mode: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    force_python_walk(monkeypatch)
+async def glob_with_progress(
+    tree: Path, mode: str, monkeypatch: pytest.MonkeyPatch, expected: int
+) -> list[tuple[float, float | None, str | None]]:
+    """glob over the 1500-file tree with progress every 250 files; the notifications it sent."""
     monkeypatch.setattr("coretools.tools.walking.PROGRESS_EVERY", 250)
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total, message))
 
-    async with connect([big_tree], mode) as client:
+    async with connect([tree], mode) as client:
         result = await client.call_tool("glob", {"pattern": "tree/**/*.txt"}, progress_callback=on_progress)
         assert not result.is_error
         assert "Found 1500 file(s)" in text_of(result)
-        await eventually(lambda: len(seen) >= 6)
+        await eventually(lambda: len(seen) >= expected)
+    return seen
+
+
+async def test_progress_notifications_from_a_long_walk(
+    big_tree: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    force_python_walk(monkeypatch)
+    seen = await glob_with_progress(big_tree, mode, monkeypatch, expected=6)
     values = [p for p, _, _ in seen]
     assert values == [250.0, 500.0, 750.0, 1000.0, 1250.0, 1500.0]
     assert all(msg and "walked" in msg for _, _, msg in seen)
@@ -197,16 +205,7 @@ async def test_progress_notifications_from_a_ripgrep_listing(
 
     if find_rg() is None:
         pytest.skip("no ripgrep binary runs here")
-    monkeypatch.setattr("coretools.tools.walking.PROGRESS_EVERY", 250)
-    seen: list[tuple[float, float | None, str | None]] = []
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen.append((progress, total, message))
-
-    async with connect([big_tree], mode) as client:
-        result = await client.call_tool("glob", {"pattern": "tree/**/*.txt"}, progress_callback=on_progress)
-        assert "Found 1500 file(s)" in text_of(result)
-        await eventually(lambda: len(seen) >= 1)
+    seen = await glob_with_progress(big_tree, mode, monkeypatch, expected=1)
     values = [p for p, _, _ in seen]
     assert values == sorted(set(values)) and values[0] >= 250
     assert all(msg and "found" in msg for _, _, msg in seen)
