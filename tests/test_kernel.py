@@ -212,3 +212,30 @@ def test_backend_can_be_forced_from_the_environment(monkeypatch: pytest.MonkeyPa
     assert kernel._load_openat2() is None
     monkeypatch.delenv("CORETOOLS_NO_OPENAT2")
     assert (kernel._load_openat2() is None) == (not kernel.have_openat2())
+
+
+def test_open_plain_takes_only_symlink_free_paths(tmp_path) -> None:
+    """The fast path opens a path only if no step of it is a symlink (so the path given is the real one);
+    a link anywhere, or an escape, hands the path back to the general resolution (None)."""
+    if not kernel.have_openat2():
+        pytest.skip("openat2 is not available here")
+    root = tmp_path / "r"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "f.txt").write_text("x")
+    (root / "link").symlink_to("d")
+    (root / "flink").symlink_to("d/f.txt")
+    rfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = kernel.open_plain(rfd, "d/f.txt", os.O_RDONLY)
+        assert fd is not None
+        os.close(fd)
+        fd = kernel.open_plain(rfd, "d/../d/f.txt", os.O_RDONLY)
+        assert fd is not None
+        os.close(fd)
+        assert kernel.open_plain(rfd, "link/f.txt", os.O_RDONLY) is None
+        assert kernel.open_plain(rfd, "flink", os.O_RDONLY) is None
+        assert kernel.open_plain(rfd, "../r/d/f.txt", os.O_RDONLY) is None
+        with pytest.raises(FileNotFoundError):
+            kernel.open_plain(rfd, "d/missing", os.O_RDONLY)
+    finally:
+        os.close(rfd)

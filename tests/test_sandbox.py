@@ -472,7 +472,17 @@ async def test_swap_between_open_and_read(
             swap_for_link(victim, scene.decoy / "secret.txt", keep=scene.root / "victim.kept")
         return result
 
+    plain = kernel.open_plain
+
+    def open_plain(root_fd, rel, flags, mode=0o666):  # the symlink-free fast path opens first, when it can
+        result = plain(root_fd, rel, flags, mode)
+        if result is not None and not swapped and rel.endswith("victim.txt"):
+            swapped.append(rel)
+            swap_for_link(victim, scene.decoy / "secret.txt", keep=scene.root / "victim.kept")
+        return result
+
     monkeypatch.setattr(kernel, "open_beneath", open_beneath)
+    monkeypatch.setattr(kernel, "open_plain", open_plain)
     arg = str(victim) if tool == "read_file" else "victim.txt"
     result, text = await attack(scene, tool, arg)
     assert swapped

@@ -32,6 +32,7 @@ O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 O_NOCTTY = getattr(os, "O_NOCTTY", 0)
 
 RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
 
 _SYS_OPENAT2 = 437  # the same number on every Linux architecture (new syscalls share one table)
@@ -139,6 +140,30 @@ def open_beneath(
                     break  # an absolute or cross-root symlink: let the walker decide
                 raise
     return walk_open(anchors, index, rel, flags, mode, follow_final=follow_final)
+
+
+def open_plain(root_fd: int, rel: str, flags: int, mode: int = 0o666) -> int | None:
+    """Open `rel` beneath `root_fd` if no step of it is a symlink (`RESOLVE_NO_SYMLINKS`), else None.
+
+    The fast path for the common case: when it succeeds, the path the caller gave, normalised, *is* the real
+    path (no link was followed and `..` stayed beneath the root), so no `/proc/self/fd` lookup is needed to
+    learn where the file is. None means "resolve it the general way" (a symlink on the way, an escape
+    attempt, or no openat2 here); other errors (not found, permission) are raised as they are.
+    """
+    if _openat2 is None:
+        return None
+    for _ in range(8):
+        try:
+            return _openat2(
+                root_fd, rel or ".", flags | O_CLOEXEC, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS, mode
+            )
+        except OSError as exc:
+            if exc.errno == errno.EAGAIN:
+                continue
+            if exc.errno in (errno.ELOOP, errno.EXDEV):
+                return None
+            raise
+    return None
 
 
 def _walk_may_help(rel: str, err: int, follow_final: bool) -> bool:

@@ -322,9 +322,16 @@ class Workspace:
             )
         return ToolError(f"{os.strerror(code) if code else exc}: {shown}", "execution_failed")
 
-    def _node(self, fd: int, root: int, fallback_rel: str, *, exempt: str | None = None) -> Node:
+    def _node(
+        self, fd: int, root: int, fallback_rel: str, *, exempt: str | None = None, exact: bool = False
+    ) -> Node:
+        """`exact`: `fallback_rel` is known to be the real path (opened with no symlink on the way)."""
         st = os.fstat(fd)
-        root_index, rel = self._real_rel(fd, root, fallback_rel)
+        if exact:
+            norm = os.path.normpath(fallback_rel) if fallback_rel else "."
+            root_index, rel = root, "" if norm == "." else norm
+        else:
+            root_index, rel = self._real_rel(fd, root, fallback_rel)
         node = Node(fd, root_index, rel, self.shown_path(root_index, rel), st)
         if not self.allow_protected and rel != exempt:
             reason = protected_reason(rel)
@@ -359,6 +366,13 @@ class Workspace:
 
     def _open_node(self, loc: Location, *, follow: bool = True, exempt: str | None = None) -> Node:
         flags = kernel.O_PATH if kernel.O_PATH else os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY
+        if kernel.O_PATH:
+            try:
+                fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, flags)
+            except OSError as exc:
+                raise self._os_error(exc, loc.shown) from None
+            if fd is not None:  # no symlink on the way: the path as given is the real one
+                return self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True)
         fd, root = self._open(loc, flags, follow=follow)
         return self._node(fd, root, loc.rel, exempt=exempt)
 
