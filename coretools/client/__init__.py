@@ -11,7 +11,7 @@ Typical use::
 
     async with Bridge.from_config("mcp.json") as bridge:
         result = await run_rest(bridge, "What is in README.md?", model="gemini-2.5-flash", api_key=key)
-        print(result.text)
+        answer = result.text  # the model's final text; result.contents holds the whole history
 """
 
 from .bridge import Bridge, PublishedTool, ServerFailure, list_all_tools
