@@ -286,7 +286,10 @@ async def test_without_the_lock_the_race_is_caught_not_lost(root: Path, monkeypa
     monkeypatch.setattr(Workspace, "lock_edit", lambda self, loc, cancelled=None: NoLock())
     f = root / "shared.txt"
     f.write_text("k0=0\nk1=0\n")
-    _slow_apply(monkeypatch, 0.3)
+    # Both calls have read the file before either writes (a barrier, not a sleep: a sleep only made the
+    # overlap likely, and on a loaded machine the calls sometimes ran one after the other).
+    both_planned = threading.Barrier(2, timeout=10)
+    _before_apply(monkeypatch, both_planned.wait)
     results = await _race(root, f, 2)
     errors = [text_of(r) for r in results if r.is_error]
     assert len(errors) == 1 and "changed on disk" in errors[0]
