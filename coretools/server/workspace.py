@@ -402,6 +402,12 @@ class Workspace:
     def _open_regular(self, loc: Location, *, exempt: str | None = None) -> Iterator[tuple[Node, object]]:
         # `exempt`: the one protected root-relative path the server itself may read (.git/info/exclude for
         # the ignore engine), and only when that is the file's real path, never through an alias.
+        fast = self._open_plain_regular(loc, exempt)
+        if fast is not None:
+            node, fd = fast
+            with os.fdopen(fd, "rb") as handle:
+                yield node, handle
+            return
         node = self._open_node(loc, exempt=exempt)
         try:
             if node.is_dir:
@@ -423,6 +429,27 @@ class Workspace:
                 yield node, handle
         finally:
             node.close()
+
+    def _open_plain_regular(self, loc: Location, exempt: str | None) -> tuple[Node, int] | None:
+        """The common case in one open: a symlink-free path to a regular file, opened for reading directly
+        (non-blocking, so a FIFO cannot hang it) and checked on the descriptor. Anything else (a link on the
+        way, not a regular file, no openat2) returns None and takes the general O_PATH route, which refuses
+        special files without opening them for reading."""
+        if not kernel.O_PATH:
+            return None
+        try:
+            fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY)
+        except OSError:
+            return None  # the general route reports the error with its own message
+        if fd is None:
+            return None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return None
+        node = self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True)  # closes fd if protected
+        node.fd = -1  # the file object below owns the descriptor
+        return node, fd
 
     def read_bytes(self, loc: Location, limit: int | None = None) -> tuple[Node, bytes]:
         with self.open_file(loc) as (node, handle):
