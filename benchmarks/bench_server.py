@@ -94,7 +94,6 @@ def main() -> None:
         root = Path(tmp) / "root"
         root.mkdir()
         (root / "small.txt").write_text(("abcdefghij" * 10 + "\n") * 20)  # ~2 KB
-        lines = make_big_file(root / "big.log", big_size)
 
         base_import = import_mcp(runs)
         ours_cold = cold_start(coretools_argv(str(root)), runs)
@@ -109,6 +108,10 @@ def main() -> None:
         ours = StdioServer(coretools_argv(str(root)))
         ours.handshake()
         ours_warm = warm_calls(ours, "read_file", {"absolute_path": str(root / "small.txt")}, calls)
+        # The big file is written only now, and flushed, so that its writeback cannot disturb the latency
+        # measurements above.
+        lines = make_big_file(root / "big.log", big_size)
+        os.sync()
         before = ours.peak_rss_kib()
         t = time.perf_counter()
         result = ours.call("read_file", {"absolute_path": str(root / "big.log"), "offset": lines - 100, "limit": 100})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
 import weakref
@@ -26,6 +27,7 @@ from coretools.server import kernel
 from coretools.server.ignore import GIT_INFO_EXCLUDE, IgnoreOptions, IgnoreRules, SpecCache
 
 MAX_PATH_BYTES = 4096
+_CONTROL_CHARS = re.compile("[\x00-\x1f\x7f]")
 MAX_COMPONENT_BYTES = 255
 SECRET_ENV_ALLOWED_SUFFIXES = {"example", "sample", "template", "dist", "defaults", "schema"}
 
@@ -248,7 +250,7 @@ class Workspace:
             raise InvalidPath("Path must be a non-empty string.")
         if path.startswith("file://"):
             path = unquote(urlparse(path).path)
-        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+        if _CONTROL_CHARS.search(path):
             raise InvalidPath("Path contains invalid characters (newlines or control characters).")
         try:
             encoded = path.encode("utf-8", "surrogateescape")
