@@ -19,7 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
 from http_harness import REPO, TESTS, HttpServer, http_client, pid_alive, server_command, server_env, wait_for

@@ -65,7 +65,7 @@ async def test_appends_to_existing_section_before_the_next_one(root, mem):
         (f"{HEADER}", f"{HEADER}\n- f\n"),
         (f"{HEADER}\n- a", f"{HEADER}\n- a\n- f\n"),
         (f"x\n{HEADER}\n- a\n### sub stays inside\n- b\n", f"x\n{HEADER}\n- a\n### sub stays inside\n- b\n- f\n"),
-        (f"## Gemini Added Memories Extra\n", f"## Gemini Added Memories Extra\n\n{HEADER}\n- f\n"),
+        ("## Gemini Added Memories Extra\n", f"## Gemini Added Memories Extra\n\n{HEADER}\n- f\n"),
     ],
 )
 def test_with_fact(before, after):

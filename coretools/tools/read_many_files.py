@@ -94,7 +94,6 @@ class ReadManyFiles(Tool):
         return await anyio.to_thread.run_sync(self._run, args, ctx)
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        ws = ctx.workspace
         patterns = [p.replace("\\", "/") for p in [*args["paths"], *(args.get("include") or [])]]
         options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=args["useDefaultExcludes"])
         excludes = list(args.get("exclude") or [])
