@@ -19,7 +19,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from coretools.errors import InvalidPath, OutsideWorkspace, PathError, ProtectedPath, ToolError
@@ -496,7 +495,6 @@ class Workspace:
         return self._ignore_entry(root, rel_file)[1]
 
     def _ignore_entry(self, root: int, rel_file: str):  # -> (pathspec.GitIgnoreSpec | None, bytes | None)
-        parent, _, name = rel_file.rpartition("/")
         try:
             st = os.stat(rel_file, dir_fd=self.roots[root].fd, follow_symlinks=False)
         except OSError:
@@ -517,7 +515,6 @@ class Workspace:
             except ToolError:
                 return None
 
-        del parent, name
         return self._state.specs.entry(root, rel_file, signature, load)
 
     def is_ignored(self, node_root: int, rel: str, is_dir: bool, options: IgnoreOptions) -> bool:
@@ -1117,7 +1114,3 @@ def _strip_prefix(path: str, prefix: str) -> str | None:
     if path.startswith(prefix + "/"):
         return path[len(prefix) + 1 :]
     return None
-
-
-def home_dir() -> Path:
-    return Path(os.path.expanduser("~"))
