@@ -211,6 +211,11 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
 async def serve_stdio(config: ServerConfig) -> None:
     from mcp.server.stdio import stdio_server
 
+    from coretools.server.stdio import claim_pipes
+
     server, _ = build_server(config)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    with claim_pipes() as pipes:
+        # our event-loop pipes where we can have them (see coretools.server.stdio), else the SDK's own
+        streams = stdio_server(pipes.reader, pipes.writer) if pipes else stdio_server()  # type: ignore[arg-type]
+        async with streams as (read, write):
+            await server.run(read, write, server.create_initialization_options())
