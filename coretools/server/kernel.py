@@ -59,17 +59,19 @@ def _load_openat2() -> Callable[[int, str, int, int], int] | None:
     except (OSError, AttributeError):
         return None
     syscall.restype = ctypes.c_long
+    number = ctypes.c_long(_SYS_OPENAT2)
+    size = ctypes.c_size_t(ctypes.sizeof(_OpenHow))
+    # One `open_how` per (flags, mode, resolve), built once: a few combinations are ever used, and building
+    # the structure on every call cost as much as the system call. They are never written after creation,
+    # so threads can share them.
+    hows: dict[tuple[int, int, int], object] = {}
 
     def openat2(dir_fd: int, path: str, flags: int, resolve: int, mode: int = 0) -> int:
-        how = _OpenHow(flags, mode if flags & os.O_CREAT else 0, resolve)
-        raw = os.fsencode(path)
-        fd = syscall(
-            ctypes.c_long(_SYS_OPENAT2),
-            ctypes.c_int(dir_fd),
-            ctypes.c_char_p(raw),
-            ctypes.byref(how),
-            ctypes.c_size_t(ctypes.sizeof(how)),
-        )
+        key = (flags, mode if flags & os.O_CREAT else 0, resolve)
+        how = hows.get(key)
+        if how is None:
+            how = hows.setdefault(key, ctypes.byref(_OpenHow(*key)))
+        fd = syscall(number, ctypes.c_int(dir_fd), os.fsencode(path), how, size)
         if fd < 0:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err), path)

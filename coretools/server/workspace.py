@@ -10,6 +10,7 @@ changed between a check and a use: the check *is* the open, and tools work on th
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 import secrets
@@ -23,7 +24,7 @@ from urllib.parse import unquote, urlparse
 
 from coretools.errors import InvalidPath, OutsideWorkspace, PathError, ProtectedPath, ToolError
 from coretools.server import kernel
-from coretools.server.ignore import GIT_INFO_EXCLUDE, IgnoreOptions, IgnoreRules, SpecCache
+from coretools.server.ignore import GEMINIIGNORE, GIT_INFO_EXCLUDE, IgnoreOptions, IgnoreRules, SpecCache
 
 MAX_PATH_BYTES = 4096
 _CONTROL_CHARS = re.compile("[\x00-\x1f\x7f]")
@@ -257,36 +258,49 @@ class Workspace:
             raise InvalidPath("Path is not valid Unicode (it contains an unpaired surrogate character).") from None
         if len(encoded) > MAX_PATH_BYTES:
             raise InvalidPath(f"Path is too long (maximum {MAX_PATH_BYTES} bytes).")
-        for part in path.split("/"):
-            if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
-                raise InvalidPath(f'Path component "{part[:20]}..." is too long (maximum {MAX_COMPONENT_BYTES} bytes).')
-        if os.path.isabs(path):
+        if len(encoded) > MAX_COMPONENT_BYTES:  # (a shorter path cannot have a component that is too long)
+            for part in path.split("/"):
+                if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+                    raise InvalidPath(
+                        f'Path component "{part[:20]}..." is too long (maximum {MAX_COMPONENT_BYTES} bytes).'
+                    )
+        if path.startswith("/"):
             for index, root in enumerate(self.roots):
-                for prefix in dict.fromkeys((root.shown, root.path)):
-                    rest = _strip_prefix(path, prefix)
-                    if rest is not None:
-                        return self._location(index, rest)
+                rest = _strip_prefix(path, root.shown)
+                if rest is None and root.path != root.shown:
+                    rest = _strip_prefix(path, root.path)
+                if rest is not None:
+                    return self._location(index, rest)
             raise OutsideWorkspace(path, self.root_list())
         anchor = base or Location(0, "", self.primary.shown)
         joined = f"{anchor.rel}/{path}" if anchor.rel else path
         return self._location(anchor.root, joined)
 
     def _location(self, index: int, rel: str) -> Location:
-        rel = "/".join(p for p in rel.split("/") if p not in ("", "."))
-        shown_norm = os.path.normpath(os.path.join(self.roots[index].shown, rel))
-        # `..` is left in `rel` for the kernel to judge (a symlinked parent changes what it means); but a
-        # path that climbs out lexically can be refused right away with a clear message.
-        if not _within(shown_norm, self.roots[index].shown):
-            raise OutsideWorkspace(shown_norm, self.root_list())
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        rel = "/".join(parts)
+        root_shown = self.roots[index].shown
+        if ".." in parts:
+            # `..` is left in `rel` for the kernel to judge (a symlinked parent changes what it means); but a
+            # path that climbs out lexically can be refused right away with a clear message.
+            shown_norm = os.path.normpath(os.path.join(root_shown, rel))
+            if not _within(shown_norm, root_shown):
+                raise OutsideWorkspace(shown_norm, self.root_list())
+            lexical = os.path.relpath(shown_norm, root_shown)
+        else:  # already normal: no need for normpath and relpath (this is most calls)
+            lexical = rel
+            shown_norm = self.shown_path(index, rel)
         if not self.allow_protected:
-            reason = protected_reason(os.path.relpath(shown_norm, self.roots[index].shown))
+            reason = protected_reason(lexical)
             if reason:
                 raise ProtectedPath(shown_norm, reason)
         return Location(index, rel, shown_norm)
 
     def shown_path(self, root: int, rel: str) -> str:
         base = self.roots[root].shown
-        return f"{base}/{rel}" if rel else base
+        if not rel:
+            return base
+        return f"{base}{rel}" if base.endswith("/") else f"{base}/{rel}"
 
     # -- opening ----------------------------------------------------------------------------------------
 
@@ -324,10 +338,19 @@ class Workspace:
         return ToolError(f"{os.strerror(code) if code else exc}: {shown}", "execution_failed")
 
     def _node(
-        self, fd: int, root: int, fallback_rel: str, *, exempt: str | None = None, exact: bool = False
+        self,
+        fd: int,
+        root: int,
+        fallback_rel: str,
+        *,
+        exempt: str | None = None,
+        exact: bool = False,
+        st: os.stat_result | None = None,
     ) -> Node:
-        """`exact`: `fallback_rel` is known to be the real path (opened with no symlink on the way)."""
-        st = os.fstat(fd)
+        """`exact`: `fallback_rel` is known to be the real path (opened with no symlink on the way).
+        `st`: the descriptor's stat, when the caller already has it."""
+        if st is None:
+            st = os.fstat(fd)
         if exact:
             norm = os.path.normpath(fallback_rel) if fallback_rel else "."
             root_index, rel = root, "" if norm == "." else norm
@@ -406,7 +429,7 @@ class Workspace:
         fast = self._open_plain_regular(loc, exempt)
         if fast is not None:
             node, fd = fast
-            with os.fdopen(fd, "rb") as handle:
+            with _reader(fd) as handle:
                 yield node, handle
             return
         node = self._open_node(loc, exempt=exempt)
@@ -426,7 +449,7 @@ class Workspace:
                 os.close(fd)
                 raise ToolError(f"File changed while being opened: {node.path}", "read_content_failure")
             node.st = st
-            with os.fdopen(fd, "rb") as handle:
+            with _reader(fd) as handle:
                 yield node, handle
         finally:
             node.close()
@@ -448,7 +471,7 @@ class Workspace:
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             return None
-        node = self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True)  # closes fd if protected
+        node = self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True, st=st)  # closes fd if protected
         node.fd = -1  # the file object below owns the descriptor
         return node, fd
 
@@ -518,6 +541,9 @@ class Workspace:
         return self._state.specs.entry(root, rel_file, signature, load)
 
     def is_ignored(self, node_root: int, rel: str, is_dir: bool, options: IgnoreOptions) -> bool:
+        if not (options.git or options.defaults):  # only .geminiignore can apply (read_file's question)
+            if not options.gemini or self._ignore_spec(node_root, GEMINIIGNORE) is None:
+                return False
         return self.ignore_rules(node_root, options).ignored(rel, is_dir)
 
     def walk(
@@ -1098,6 +1124,12 @@ def _kind_name(mode: int) -> str:
     if stat.S_ISLNK(mode):
         return "a symlink"
     return "not a regular file"
+
+
+def _reader(fd: int) -> io.BufferedReader:
+    # An explicit buffer size: with the default, `open` asks the descriptor whether it is a terminal (one
+    # more system call per file) only to choose a size.
+    return open(fd, "rb", buffering=io.DEFAULT_BUFFER_SIZE)  # noqa: SIM115 - the caller closes it
 
 
 def _within(path: str, root: str) -> bool:

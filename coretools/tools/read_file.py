@@ -18,12 +18,13 @@ from coretools.tools.base import (
     image_block,
     text_block,
 )
-from coretools.tools.filetypes import MAX_LINE_CHARS, SNIFF_BYTES, classify, read_window
+from coretools.tools.filetypes import MAX_LINE_CHARS, SNIFF_BYTES, classify, read_window, window_of_content
 
 DEFAULT_LIMIT = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_SVG_BYTES = 1024 * 1024
 INLINE_READ_BYTES = 64 * 1024
+WHOLE_READ_BYTES = 1024 * 1024
 GEMINI_ONLY = IgnoreOptions(git=False, gemini=True, defaults=False)
 
 
@@ -79,29 +80,45 @@ class ReadFile(Tool):
         offset = args.get("offset", 0)
         limit = args.get("limit", DEFAULT_LIMIT)
         size = node.st.st_size
-        head = handle.read(SNIFF_BYTES)
+        # A file up to WHOLE_READ_BYTES is read in one call (one more byte than its size, so a file that
+        # grew since the stat is noticed and streamed instead); a larger one is sniffed, then streamed.
+        if size <= WHOLE_READ_BYTES:
+            data = handle.read(size + 1)
+            whole = len(data) <= size
+        else:
+            data, whole = handle.read(SNIFF_BYTES), False
+        head = data[:SNIFF_BYTES]
+
+        def everything() -> bytes:
+            if whole:
+                return data
+            handle.seek(0)
+            return handle.read()
+
         kind = classify(node.rel.rsplit("/", 1)[-1], head)
         if kind.kind in ("image", "audio", "pdf"):
             if size > MAX_FILE_BYTES:
                 raise _too_large(node.path, size)
-            data = head + handle.read()
+            content = everything()
             label = {"image": "image", "audio": "audio", "pdf": "PDF"}[kind.kind]
-            note = text_block(f"Read {label} file: {node.path} ({kind.mime}, {len(data)} bytes)")
+            note = text_block(f"Read {label} file: {node.path} ({kind.mime}, {len(content)} bytes)")
             if kind.kind == "image":
-                return ToolResult([note, image_block(data, kind.mime)])
+                return ToolResult([note, image_block(content, kind.mime)])
             if kind.kind == "audio":
-                return ToolResult([note, audio_block(data, kind.mime)])
-            return ToolResult([note, blob_block(data, kind.mime, f"file://{node.path}")])
+                return ToolResult([note, audio_block(content, kind.mime)])
+            return ToolResult([note, blob_block(content, kind.mime, f"file://{node.path}")])
         if kind.kind == "binary":
             return ToolResult.text(f"Cannot display content of binary file: {node.path}")
         if kind.kind == "svg":
             if size > MAX_SVG_BYTES:
                 return ToolResult.text(f"Cannot display content of SVG file larger than 1MB: {node.path}")
-            return ToolResult.text((head + handle.read()).decode("utf-8", "replace"))
+            return ToolResult.text(everything().decode("utf-8", "replace"))
         if size > MAX_FILE_BYTES and not windowed:
             raise _too_large(node.path, size)
-        # one read of the right size for small files (a 1 MB read buffer costs an mmap per call)
-        window = read_window(handle, kind, offset, limit, chunk=min(1 << 20, size + 1))
+        if whole:
+            window = window_of_content(data, kind, offset, limit)
+        else:
+            window = read_window(handle, kind, offset, limit)
         if window.total and offset >= window.total:
             raise ToolError(
                 f"offset {offset} is beyond the end of the file: {node.path} has {window.total} lines "
