@@ -288,3 +288,23 @@ def test_a_client_that_hangs_up_mid_reply_stops_the_server_quietly(tmp_path: Pat
     errors = proc.stderr.read().decode()
     proc.stderr.close()
     assert "Traceback" not in errors and "BrokenPipe" not in errors, errors
+
+
+@pytest.mark.parametrize("transport", ["pipes", "sdk"])
+async def test_official_client_in_both_eras_over_either_transport(
+    root: Path, mode: str, transport: str, tmp_path: Path
+) -> None:
+    from mcp import Client, stdio_client
+
+    from tests.conftest import stdio_params, text_of
+
+    lines = [f"over stdio, line {i:04d}" for i in range(1500)]
+    (root / "hello.txt").write_text("\n".join(lines) + "\n")  # ~33 KB: a reply larger than one pipe write
+    env = {"CORETOOLS_STDIO": "sdk" if transport == "sdk" else ""}
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(stdio_params([root], env=env), errlog=errlog), mode=mode) as client:
+            for _ in range(3):
+                result = await client.call_tool("read_file", {"absolute_path": "hello.txt"})
+                assert text_of(result) == "\n".join(lines)
+            bad = await client.call_tool("read_file", {"absolute_path": "/etc/passwd"})
+            assert bad.is_error and "Path not in workspace" in text_of(bad)
