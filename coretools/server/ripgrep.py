@@ -287,6 +287,28 @@ class NameRules:
         return False
 
 
+def file_name_test(lines: list[str]) -> Callable[[str], bool]:
+    """A test of a file name that is true whenever one of the gitignore `lines` could match a file by that
+    name (its last component, case ignored; negations count too): a superset, to skip the ignore engine for
+    the files it cannot judge differently by their own names. `**` as the last component matches any."""
+    alternatives = {}  # (a dict: one of each, in order)
+    for line in lines:
+        body = _strip_trailing_spaces(line[1:] if line.startswith("!") else line).rstrip("/")
+        last = body.rpartition("/")[2]
+        if not last or "**" in last:
+            return lambda name: True
+        alternatives[_segment_regex(last).pattern] = None
+    if not alternatives:
+        return lambda name: False
+    test = re.compile("(?:" + "|".join(alternatives) + ")", re.IGNORECASE | re.DOTALL).fullmatch
+    return lambda name: test(name) is not None
+
+
+def ignore_lines(data: bytes | None) -> list[str]:
+    """The pattern lines of an ignore file's bytes (comments and blank lines left out)."""
+    return _lines(data)
+
+
 def _lines(data: bytes | None) -> list[str]:
     if not data:
         return []

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
+import operator
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -12,16 +15,17 @@ import anyio
 from coretools.errors import ToolError
 from coretools.server.ripgrep import MAX_GLOB_CHARS, check_rg_argument
 from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import DirEntry, Location, WalkReport, Workspace
+from coretools.server.workspace import Location, WalkReport, Workspace
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.walking import (
+    FileTable,
+    find_files,
     glob_escape,
     globmatch,
     has_magic,
     name_filter,
     search_scopes,
     split_literal_prefix,
-    walk_files,
     walk_order,
 )
 
@@ -79,7 +83,7 @@ class Glob(Tool):
         options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=True)
         case_sensitive = args["case_sensitive"]
         report = WalkReport()
-        found: list[tuple[str, float, int, str]] = []  # shown path, mtime, scope, root-relative path
+        found: list[FileTable] = []  # scope by scope
         searched: list[tuple[Location, str]] = []
         for scope in scopes:
             local = pattern
@@ -103,36 +107,98 @@ class Glob(Tool):
             except ToolError:
                 continue
             searched.append((base, rest))
-            shown = ws.shown_path
-            found += (
-                (shown(base.root, e.rel), e.mtime, len(searched), e.rel)
-                for e in _matching(ws, base, rest, case_sensitive, options, ctx, report, ordered=False)
-            )
+            found.append(_matching(ws, base, rest, case_sensitive, options, ctx, report))
         where = scopes[0].shown if len(scopes) == 1 else f"{len(scopes)} workspace directories"
         within = "within" if len(scopes) == 1 else "across"
-        if not found:
+        total = sum(len(table.rels) for table in found)
+        if not total:
             ignored = _hidden_matches(ws, searched, case_sensitive, options, ctx)
             text = f'No files found matching pattern "{pattern}" {within} {where}'
             if ignored:
                 text += f" ({ignored} files were ignored)"
             return ToolResult.text(text + ".", {"files": [], "ignored": ignored})
-        now = time.time()
-        # recent files: newest first, equal times in walk order (scope by scope); older ones by path
-        recent = sorted(
-            (f for f in found if now - f[1] < RECENT_SECONDS), key=lambda f: (-f[1], f[2], walk_order(f[3]))
-        )
-        older = sorted(f[0] for f in found if now - f[1] >= RECENT_SECONDS)
-        paths = [f[0] for f in recent] + older
-        header = f'Found {len(paths)} file(s) matching "{pattern}" {within} {where}'
+        header = f'Found {total} file(s) matching "{pattern}" {within} {where}'
         header += ", sorted by modification time (newest first):"
-        shown = paths[:MAX_RESULTS]
+        shown = first_in_order(ws, found, time.time(), MAX_RESULTS)
         text = header + "\n" + "\n".join(shown)
-        if len(paths) > MAX_RESULTS:
-            text += f"\n... {len(paths) - MAX_RESULTS} more not shown; use a narrower pattern or path."
+        if total > MAX_RESULTS:
+            text += f"\n... {total - MAX_RESULTS} more not shown; use a narrower pattern or path."
         if report.truncated:
             text += f"\n(The walk was bounded: {report.truncated}.)"
         # The ignored count is only worked out when nothing matched (see _hidden_matches).
-        return ToolResult.text(text, {"files": shown, "total": len(paths), "ignored": None})
+        return ToolResult.text(text, {"files": shown, "total": total, "ignored": None})
+
+
+def first_in_order(ws: Workspace, tables: list[FileTable], now: float, limit: int) -> list[str]:
+    """The shown paths of the first `limit` files of `tables` (one per scope, in scope order) in glob's
+    order: files modified in the last 24 hours newest first, equal times in walk order scope by scope, then
+    the others by shown path. Rows are sorted as numbers into the columns, not as an object per file (see
+    `FileTable`), and only the paths shown are built."""
+    if len(tables) == 1:
+        return _first_in_order_one(ws, tables[0], now, limit)
+    rels: list[str] = []
+    mtimes: list[float] = []
+    starts: list[int] = []  # the first row of each table
+    for table in tables:
+        starts.append(len(rels))
+        rels += table.rels
+        mtimes += table.mtimes
+
+    def scope(row: int) -> int:
+        return bisect.bisect_right(starts, row) - 1
+
+    def shown(row: int) -> str:
+        return ws.shown_path(tables[scope(row)].root, rels[row])
+
+    recent = _recent_rows(mtimes, now, lambda row: (scope(row), walk_order(rels[row])), limit)
+    paths = [shown(row) for row in recent[:limit]]
+    if len(paths) < limit and len(recent) < len(rels):
+        older = [row for row, mtime in enumerate(mtimes) if now - mtime >= RECENT_SECONDS]
+        paths += sorted(map(shown, older))[: limit - len(paths)]
+    return paths
+
+
+def _first_in_order_one(ws: Workspace, table: FileTable, now: float, limit: int) -> list[str]:
+    """`first_in_order` of one scope (the usual case): its shown paths are one string followed by the
+    root-relative path, so those are what is sorted, and the string is put before the ones shown."""
+    rels, mtimes = table.rels, table.mtimes
+    head = ws.shown_path(table.root, "x")[:-1]  # (`shown_path` puts the root's path and a separator first)
+    recent = _recent_rows(mtimes, now, lambda row: walk_order(rels[row]), limit)
+    paths = [head + rels[row] for row in recent[:limit]]
+    if len(paths) < limit and len(recent) < len(rels):
+        older = rels if not recent else [rel for rel, mtime in zip(rels, mtimes) if now - mtime >= RECENT_SECONDS]
+        paths += [head + rel for rel in sorted(older)[: limit - len(paths)]]
+    return paths
+
+
+def _recent_rows(mtimes: list[float], now: float, tie_key: Callable[[int], object], limit: int) -> list[int]:
+    """The rows modified in the last 24 hours, newest first, equal times by `tie_key` (as far as the first
+    `limit` go)."""
+    if not mtimes or now - max(mtimes) >= RECENT_SECONDS:
+        return []
+    if now - min(mtimes) < RECENT_SECONDS:  # (`now - mtime` falls as `mtime` grows, floats or not)
+        recent = list(range(len(mtimes)))
+    else:
+        recent = [row for row, mtime in enumerate(mtimes) if now - mtime < RECENT_SECONDS]
+    recent.sort(key=mtimes.__getitem__, reverse=True)  # equal times keep their rows' order...
+    _sort_ties(recent, mtimes, tie_key, limit)  # ...then are put in walk order
+    return recent
+
+
+def _sort_ties(rows: list[int], mtimes: list[float], key: Callable[[int], object], limit: int) -> None:
+    """Sort by `key`, in place, each run of `rows` that share a modification time (runs are adjacent), as far
+    as the first `limit` rows go."""
+    times = list(map(mtimes.__getitem__, rows[: limit + 1]))
+    if not any(map(operator.eq, times, itertools.islice(times, 1, None))):
+        return  # no two alike: the usual case with nanosecond times
+    start = 0
+    while start < min(limit, len(rows)):
+        end = start + 1
+        while end < len(rows) and mtimes[rows[end]] == mtimes[rows[start]]:
+            end += 1
+        if end - start > 1:
+            rows[start:end] = sorted(rows[start:end], key=key)
+        start = end
 
 
 def _matching(
@@ -143,14 +209,11 @@ def _matching(
     options: IgnoreOptions,
     ctx: ToolContext | None,
     report: WalkReport,
-    ordered: bool = True,
-) -> Iterator[DirEntry]:
+) -> FileTable:
     """The files below `base` that the glob `rest` (relative to it) matches and `options` let through."""
     matches = functools.partial(globmatch, patterns=rest, case_sensitive=case_sensitive)
     names = name_filter(rest, case_sensitive)
-    yield from walk_files(
-        ws, base, options, ctx, report, select=matches, names=names, count_ignored=False, ordered=ordered
-    )
+    return find_files(ws, base, options, ctx, report, select=matches, names=names, count_ignored=False)
 
 
 def _hidden_matches(
@@ -166,9 +229,8 @@ def _hidden_matches(
     loose = IgnoreOptions(git=False, gemini=False, defaults=options.defaults)
     if loose == options:
         return 0
-    return sum(
-        1 for base, rest in searched for _ in _matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport())
-    )
+    tables = (_matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport()) for base, rest in searched)
+    return sum(len(table.rels) for table in tables)
 
 
 def _literal_exists(ws: Workspace, base: Location, pattern: str) -> bool:
