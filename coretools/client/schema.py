@@ -265,6 +265,7 @@ def to_openapi_profile(schema: Any) -> dict[str, Any] | None:
     out = _to_openapi(to_json_profile(schema), root=True)
     if out.get("type") != "object" or not out.get("properties"):
         return None
+    out.pop("nullable", None)  # arguments are always an object (a root branch such as {"nullable": true} said otherwise)
     return out
 
 

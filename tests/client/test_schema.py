@@ -284,6 +284,14 @@ def test_property_json_profile(schema: Any) -> None:
         Draft202012Validator.check_schema(out)  # valid JSON Schema in, valid JSON Schema out
 
 
+def test_openapi_profile_root_is_never_nullable() -> None:
+    """Found by the property test below: a root `anyOf` branch `{"nullable": true}` made the parameters
+    object nullable, and a second pass dropped it again (not idempotent, and not a valid arguments shape)."""
+    out = to_openapi_profile({"properties": {"p0": {}}, "anyOf": [{"nullable": True}]})
+    assert out is not None and "nullable" not in out
+    assert to_openapi_profile(out) == out
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROOT)
 def test_property_openapi_profile(schema: Any) -> None:
