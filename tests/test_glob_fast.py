@@ -177,7 +177,7 @@ def test_a_run_cut_short_still_judges_its_files(root: Path) -> None:
     def work():
         return find_files(
             ws, Location(0, "", str(root)), IgnoreOptions(), None, report, bounds=WalkBounds(max_entries=10),
-            names=name_filter("**/*.py", False), count_ignored=False,
+            names=name_filter("**/*.py", False),
         )
 
     try:

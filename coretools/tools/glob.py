@@ -213,7 +213,7 @@ def _matching(
     """The files below `base` that the glob `rest` (relative to it) matches and `options` let through."""
     matches = functools.partial(globmatch, patterns=rest, case_sensitive=case_sensitive)
     names = name_filter(rest, case_sensitive)
-    return find_files(ws, base, options, ctx, report, select=matches, names=names, count_ignored=False)
+    return find_files(ws, base, options, ctx, report, names=names, select=matches)
 
 
 def _hidden_matches(

@@ -125,27 +125,19 @@ def walk_files(
     *,
     bounds: WalkBounds | None = None,
     select: Callable[[str], bool] | None = None,
-    names: NameFilter | None = None,
-    count_ignored: bool = True,
-    ordered: bool = True,
 ) -> Iterator[DirEntry]:
     """The files below the directory `loc` that the ignore rules let through, in the walk's order (depth
     first, names sorted, a directory's files before its subdirectories), from a worker thread with progress
     notifications and cancellation checks. `select(path relative to loc)`, if given, picks files before
-    they are stat'ed (cheap for a glob over a big tree); `names` (see `name_filter`) is a cheaper test of
-    the same choice that rg's paths are given first. `report.ignored` counts what the rules left out (an
-    ignored directory once) only if `count_ignored`; otherwise rg filters by `names` itself and the count
-    is not kept (the Python walk keeps it anyway). `ordered=False`: any order (the caller sorts)."""
+    they are stat'ed (cheap for a glob over a big tree). `report.ignored` counts what the rules left out
+    (an ignored directory once)."""
     bounds = bounds or WalkBounds()
-    table = _rg_table(ws, loc, options, ctx, report, bounds, select, names, count_ignored)
+    table = _rg_table(ws, loc, options, ctx, report, bounds, select, None, count_ignored=True)
     if table is None:
         yield from _walked(ws, loc, options, ctx, report, bounds, select)
         return
     rels, mtimes, sizes = table.rels, table.mtimes, table.sizes
-    rows = range(len(rels))
-    if ordered:
-        rows = sorted(rows, key=lambda row: walk_order(rels[row]))
-    for row in rows:
+    for row in sorted(range(len(rels)), key=lambda row: walk_order(rels[row])):
         rel = rels[row]
         yield DirEntry(rel.rpartition("/")[2], rel, "file", sizes[row], mtimes[row])
 
@@ -157,15 +149,16 @@ def find_files(
     ctx: ToolContext | None,
     report: WalkReport,
     *,
+    names: NameFilter,
     bounds: WalkBounds | None = None,
     select: Callable[[str], bool] | None = None,
-    names: NameFilter | None = None,
-    count_ignored: bool = True,
 ) -> FileTable:
-    """What `walk_files(..., ordered=False)` yields, as one `FileTable` (rows in no particular order). `loc`
-    must be canonical (as `open_node` gives it back): its root is the table's."""
+    """glob's walk: the files `walk_files` would give, as one `FileTable` (rows in no particular order),
+    with `names` (see `name_filter`), a cheaper test of the same choice as `select`, given to rg as
+    `--glob`s. The ignored count is not kept (rg would log every file it skipped by name). `loc` must be
+    canonical (as `open_node` gives it back): its root is the table's."""
     bounds = bounds or WalkBounds()
-    table = _rg_table(ws, loc, options, ctx, report, bounds, select, names, count_ignored)
+    table = _rg_table(ws, loc, options, ctx, report, bounds, select, names, count_ignored=False)
     if table is None:
         table = FileTable(loc.root)
         for entry in _walked(ws, loc, options, ctx, report, bounds, select):
