@@ -50,6 +50,12 @@ def _common_parser() -> argparse.ArgumentParser:
         choices=["debug", "info", "warning", "error"],
         help="log verbosity; logs always go to stderr (default: warning)",
     )
+    common.add_argument(
+        "--structured-content",
+        action="store_true",
+        help="also send each result's fields as MCP structuredContent (off by default: Claude Code and VS Code "
+        "then show the model those fields instead of the answer's text)",
+    )
     tools = common.add_argument_group("tool options")
     add_tool_arguments(tools)  # type: ignore[arg-type]
     return common
@@ -244,7 +250,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
     result = anyio.run(run)
     if args.json:
-        payload = result.to_mcp().model_dump(by_alias=True, exclude_none=True, mode="json")
+        payload = result.to_mcp(structured=config.opt("structured_content", False)).model_dump(by_alias=True, exclude_none=True, mode="json")
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(render_content(result.content))

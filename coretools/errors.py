@@ -2,7 +2,8 @@
 
 A `ToolError` becomes an `isError` result whose text is the message, so the message must say what went
 wrong and what to do about it. `kind` mirrors Gemini CLI's `ToolErrorType` values where one fits; it is
-carried in the result's structured content so a host can branch on it without parsing prose.
+carried in the result's structured content (sent with `--structured-content`) so a program can branch on
+it without parsing prose.
 """
 
 from __future__ import annotations

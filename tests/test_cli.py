@@ -103,7 +103,11 @@ def test_call_json_prints_the_call_tool_result(project: Path, capsys: pytest.Cap
     image = [b for b in payload["content"] if b["type"] == "image"]
     assert image and image[0]["mimeType"] == "image/png"
     assert main(["call", "read_file", '{"absolute_path": "nope"}', "--json", "--root", str(project)]) == 1
-    assert json.loads(capsys.readouterr().out)["isError"] is True
+    failed = json.loads(capsys.readouterr().out)
+    assert failed["isError"] is True and "structuredContent" not in failed  # what the server sends by default
+    argv = ["call", "read_file", '{"absolute_path": "nope"}', "--json", "--structured-content", "--root", str(project)]
+    assert main(argv) == 1
+    assert json.loads(capsys.readouterr().out)["structuredContent"]["error"]["kind"] == "file_not_found"
 
 
 def test_call_renders_media_as_a_summary(project: Path, capsys: pytest.CaptureFixture) -> None:

@@ -315,7 +315,9 @@ async def test_busy_limits_per_session_and_overall(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
     markers = tmp_path / "m"
     markers.mkdir()
-    with HttpServer.start([tmp_path / "root"], "--max-session-calls", "2", "--max-calls", "3", probe=True) as server:
+    with HttpServer.start(
+        [tmp_path / "root"], "--max-session-calls", "2", "--max-calls", "3", "--structured-content", probe=True
+    ) as server:
         async with http_client(server.url) as first, http_client(server.url) as second:
             async with anyio.create_task_group() as tg:
                 for i in range(2):

@@ -99,11 +99,31 @@ async def test_read_side_tools_work_in_both_eras(root: Path, mode: str) -> None:
 
 
 async def test_tool_error_is_an_iserror_result_with_kind(root: Path, mode: str) -> None:
-    async with connect([root], mode) as client:
+    async with connect([root], mode, "--structured-content") as client:
         result = await client.call_tool("read_file", {"absolute_path": "missing.txt"})
         assert result.is_error
         assert text_of(result) == f"File not found: {root / 'missing.txt'}"
         assert result.structured_content["error"]["kind"] == "file_not_found"
+
+
+async def test_results_carry_no_structured_content_unless_asked(root: Path, mode: str) -> None:
+    """Claude Code and VS Code give the model a result's structuredContent instead of its text when it has
+    one; ours holds fields (counts, kinds), not the answer, so it is only sent with --structured-content."""
+    (root / "a.py").write_text("needle = 1\n")
+    calls = [
+        ("search_file_content", {"pattern": "needle"}),
+        ("glob", {"pattern": "*.py"}),
+        ("read_many_files", {"paths": ["a.py"]}),
+        ("list_directory", {"path": str(root)}),
+        ("read_file", {"absolute_path": "missing.txt"}),  # an error
+    ]
+    async with connect([root], mode) as plain, connect([root], mode, "--structured-content") as rich:
+        for name, args in calls:
+            bare, full = await plain.call_tool(name, args), await rich.call_tool(name, args)
+            assert bare.structured_content is None, name
+            assert isinstance(full.structured_content, dict), name
+            assert text_of(bare) == text_of(full) and bare.is_error == full.is_error, name
+        assert "needle = 1" in text_of(await plain.call_tool("search_file_content", {"pattern": "needle"}))
 
 
 async def test_validation_errors_are_one_iserror_result(root: Path, mode: str) -> None:
@@ -149,7 +169,7 @@ async def test_exception_inside_a_tool_becomes_iserror_without_traceback(
 
     monkeypatch.setattr(Glob, "run", explode)
     (root / "a.txt").write_text("still here\n")
-    async with connect([root], mode) as client:
+    async with connect([root], mode, "--structured-content") as client:
         result = await client.call_tool("glob", {"pattern": "*"})
         assert result.is_error
         text = text_of(result)

@@ -121,7 +121,7 @@ async def test_one_endless_line_is_capped(root: Path) -> None:
 
 
 async def test_saved_output_is_readable_during_the_session(root: Path) -> None:
-    async with connect([root], "legacy") as client:
+    async with connect([root], "legacy", "--structured-content") as client:
         result = await client.call_tool("run_shell_command", {"command": "seq 1 20000"})
         saved = result.structured_content["saved_output"]["stdout"]
         assert Path(saved).read_text().splitlines() == [str(i) for i in range(1, 20001)]
@@ -161,7 +161,7 @@ async def test_direct_runner_timeout_handles_escaped_session(tmp_path: Path) -> 
 
 
 async def test_background_pids_reported_and_killed_at_close(root: Path) -> None:
-    async with connect([root], "legacy") as client:
+    async with connect([root], "legacy", "--structured-content") as client:
         result = await client.call_tool("run_shell_command", {"command": "sleep 30 & sleep 31 & echo started"})
         pids = result.structured_content["background_pids"]
         assert len(pids) == 2 and all(is_alive(p) for p in pids)
@@ -194,7 +194,7 @@ async def test_background_children_killed_when_stdio_server_exits(root: Path) ->
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
-    async with stdio_client(stdio_params([root])) as (read, write), ClientSession(read, write) as session:
+    async with stdio_client(stdio_params([root], "--structured-content")) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         result = await session.call_tool("run_shell_command", {"command": "sleep 60 & (setsid sleep 61 &) ; echo ok"})
         pids = result.structured_content["background_pids"]

@@ -374,7 +374,7 @@ class Bridge:
             return error_outcome(name, f"MCP error {exc.code}: {exc.message}", call_id=call_id)
         except Exception as exc:
             return error_outcome(name, _describe(exc), call_id=call_id)
-        return outcome_from_result(name, result, call_id=call_id)
+        return outcome_from_result(name, result, call_id=call_id, has_output_schema=tool.tool.output_schema is not None)
 
     async def call_many(self, calls: Sequence[tuple[str, Any, str | None]]) -> list[ToolOutcome]:
         """Run ``(name, arguments, call_id)`` calls concurrently; outcomes in the given order."""

@@ -5,8 +5,9 @@ format. Native Gemini calls, OpenAI ``tool_calls`` and (later) calls parsed from
 all end in the same ``Bridge.call`` and get a ``ToolOutcome`` back; the functions here only
 render it.
 
-MCP content converts as Gemini CLI does: text blocks are joined with newlines, structured
-content is preferred when the server sent it, images (and image blobs of embedded resources)
+MCP content converts as Gemini CLI does: text blocks are joined with newlines (structured
+content stands in for them only where it is the result: see ``outcome_from_result``), images
+(and image blobs of embedded resources)
 travel as inline data, resource links become ``Resource Link: <name> at <uri>``, audio and
 video are left out with a note (Gemini rejects them in function responses).
 """
@@ -67,8 +68,15 @@ def error_outcome(name: str, message: str, *, call_id: str | None = None) -> Too
     return ToolOutcome(name=name, ok=False, error=message, call_id=call_id)
 
 
-def outcome_from_result(name: str, result: mcp_types.CallToolResult, *, call_id: str | None = None) -> ToolOutcome:
-    """Convert an MCP ``CallToolResult`` as the module docstring describes."""
+def outcome_from_result(
+    name: str, result: mcp_types.CallToolResult, *, call_id: str | None = None, has_output_schema: bool = False
+) -> ToolOutcome:
+    """Convert an MCP ``CallToolResult`` as the module docstring describes.
+
+    The model gets the text, as in Gemini CLI, and the ``structuredContent`` instead only when it is the
+    result: the tool declared an ``outputSchema`` (the spec then makes the text a serialisation of it), or
+    the content says nothing (no media, blank text). Without a schema, structured content may be a few
+    fields beside the answer (counts, a status); preferring it would lose the answer itself."""
     texts: list[str] = []
     media: list[Media] = []
     for block in result.content:
@@ -93,8 +101,10 @@ def outcome_from_result(name: str, result: mcp_types.CallToolResult, *, call_id:
     text = "\n".join(texts)
     if result.is_error:
         return ToolOutcome(name=name, ok=False, error=text or "the tool reported an error", media=media, call_id=call_id)
-    output = result.structured_content if result.structured_content is not None else text
-    return ToolOutcome(name=name, ok=True, output=output, media=media, call_id=call_id)
+    structured = result.structured_content
+    if structured is not None and (has_output_schema or (not media and not text.strip())):
+        return ToolOutcome(name=name, ok=True, output=structured, media=media, call_id=call_id)
+    return ToolOutcome(name=name, ok=True, output=text, media=media, call_id=call_id)
 
 
 def _media(name: str, mime: str, data: str, index: int) -> Media:

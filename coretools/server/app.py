@@ -171,13 +171,13 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
             raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor: this server lists every tool on one page")
         return types.ListToolsResult(tools=toolset.definitions())
 
-    async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def run_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> ToolResult:
         if toolset.get(params.name) is None:
             raise MCPError(code=types.INVALID_PARAMS, message=toolset.unknown_tool_message(params.name))
         try:
             workspace = await workspaces.for_request(ctx)
         except ToolError as exc:
-            return ToolResult.error(exc.message, exc.kind).to_mcp()
+            return ToolResult.error(exc.message, exc.kind)
 
         async def progress(done: float, total: float | None = None, message: str | None = None) -> None:
             try:
@@ -186,8 +186,14 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
                 logger.debug("progress notification failed", exc_info=True)
 
         tool_ctx = ToolContext(workspace=workspace, config=config, report_progress=progress, elicit=_elicitor(ctx))
-        result = await toolset.call(params.name, params.arguments, tool_ctx)
-        return result.to_mcp()
+        return await toolset.call(params.name, params.arguments, tool_ctx)
+
+    guarded = CallLimiter.from_config(config).guard(run_tool, key=_connection_key)
+    structured = bool(config.opt("structured_content", False))
+
+    async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        result: ToolResult = await guarded(ctx, params)
+        return result.to_mcp(structured=structured)
 
     async def on_roots_changed(ctx: ServerRequestContext, params: types.NotificationParams | None) -> None:
         workspaces.forget(ctx)
@@ -202,7 +208,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         lifespan=lifespan,
         get_tool_input_schema=lambda name: (t.input_schema if (t := toolset.get(name)) else None),
         on_list_tools=on_list_tools,
-        on_call_tool=CallLimiter.from_config(config).guard(on_call_tool, key=_connection_key),
+        on_call_tool=on_call_tool,
     )
     server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
     return server, toolset

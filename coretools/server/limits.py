@@ -78,13 +78,14 @@ class CallLimiter:
         *,
         key: Callable[[Ctx], Hashable | None],
     ) -> Callable[[Ctx, Params], Awaitable[Any]]:
-        """Wrap an `on_call_tool` handler: run it inside a slot, or answer "server busy" without running it."""
+        """Wrap a tool-call handler (it returns a `ToolResult`): run it inside a slot, or answer "server busy"
+        (an error `ToolResult`) without running it."""
 
         async def guarded(ctx: Ctx, params: Params) -> Any:
             session = key(ctx)
             refusal = self.try_acquire(session)
             if refusal is not None:
-                return ToolResult.error(refusal, BUSY_KIND).to_mcp()
+                return ToolResult.error(refusal, BUSY_KIND)
             try:
                 return await handler(ctx, params)
             finally:

@@ -91,8 +91,13 @@ class ToolResult:
     def error(cls, message: str, kind: str = "execution_failed") -> ToolResult:
         return cls([types.TextContent(type="text", text=message)], {"error": {"kind": kind, "message": message}}, True)
 
-    def to_mcp(self) -> types.CallToolResult:
-        return types.CallToolResult(content=self.content, structured_content=self.structured, is_error=self.is_error)
+    def to_mcp(self, *, structured: bool = False) -> types.CallToolResult:
+        """The MCP result. The structured part is left out unless asked for: several hosts (Claude Code,
+        VS Code) hand the model only `structuredContent` when a result carries it, and ours holds the
+        result's fields, not the answer the text gives (see the README, "Structured content")."""
+        return types.CallToolResult(
+            content=self.content, structured_content=self.structured if structured else None, is_error=self.is_error
+        )
 
     @property
     def text_content(self) -> str:

@@ -43,9 +43,27 @@ def test_text_blocks_are_joined() -> None:
     assert outcome.ok and outcome.response == {"output": "one\ntwo"}
 
 
-def test_structured_content_is_preferred() -> None:
-    outcome = outcome_from_result("t", result(mcp_types.TextContent(text='{"a": 1}'), structured={"a": 1}))
+def test_structured_content_is_the_output_when_an_output_schema_declares_it() -> None:
+    outcome = outcome_from_result(
+        "t", result(mcp_types.TextContent(text='{"a": 1}'), structured={"a": 1}), has_output_schema=True
+    )
     assert outcome.response == {"output": {"a": 1}}
+
+
+def test_without_an_output_schema_the_text_is_the_output() -> None:
+    # structured fields beside a text answer (as coretools' own search sends with --structured-content)
+    answer = 'Found 1 match for pattern "x"\n---\nFile: a.py\nL1: x = 1\n---'
+    outcome = outcome_from_result("t", result(mcp_types.TextContent(text=answer), structured={"total_matches": 1}))
+    assert outcome.response == {"output": answer}
+
+
+def test_structured_content_stands_in_for_an_empty_content() -> None:
+    assert outcome_from_result("t", result(structured={"a": 1})).response == {"output": {"a": 1}}
+    blank = result(mcp_types.TextContent(text=" \n"), structured={"a": 1})
+    assert outcome_from_result("t", blank).response == {"output": {"a": 1}}
+    with_image = result(mcp_types.ImageContent(data=PNG, mime_type="image/png"), structured={"a": 1})
+    outcome = outcome_from_result("t", with_image)
+    assert outcome.output == "" and len(outcome.media) == 1
 
 
 def test_is_error_becomes_error() -> None:

@@ -93,3 +93,40 @@ async def test_two_coretools_servers_through_genai_and_rest(roots: tuple[Path, P
         pids = list(bridge.server_pids.values())
 
     assert not any(alive(pid) for pid in pids)
+
+
+async def test_the_model_gets_the_answer_not_the_structured_fields(tmp_path: Path, fake_gemini: FakeGemini) -> None:
+    """With --structured-content our server's results also carry fields (counts, file names) but no
+    outputSchema; the answer is the text, and that is what must reach the model (the matched line, the
+    file's contents), not the fields."""
+    (tmp_path / "notes.txt").write_text("the needle is here\n")
+    server = coretools_server(tmp_path)
+    server["args"] = [*server["args"], "--structured-content"]
+
+    def first(request: Request) -> list[Chunk]:
+        return [[
+            {"functionCall": {"id": "s", "name": "search_file_content", "args": {"pattern": "needle"}}},
+            {"functionCall": {"id": "m", "name": "read_many_files", "args": {"paths": ["notes.txt"]}}},
+        ]]
+
+    def second(request: Request) -> list[Chunk]:
+        search, many = request.last_responses()
+        check(isinstance(search["response"].get("output"), str), f"search output is the text: {search}")
+        check("L1: the needle is here" in search["response"]["output"], f"the match reaches the model: {search}")
+        check("the needle is here" in str(many["response"].get("output")), f"the contents reach the model: {many}")
+        return [[{"text": "Found it."}]]
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=server["command"], args=server["args"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        raw = await session.call_tool("search_file_content", {"pattern": "needle"})
+        assert raw.structured_content and "total_matches" in raw.structured_content  # the fields are sent
+
+    async with Bridge(parse_config({"mcpServers": {"ct": server}}), connect_timeout=60) as bridge:
+        fake_gemini.script(first, second)
+        with anyio.fail_after(60):
+            result = await run_rest(bridge, "find the needle", model="gemini-2.5-flash", base_url=fake_gemini.base_url)
+        assert fake_gemini.errors == [] and result.text == "Found it."
