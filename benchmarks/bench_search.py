@@ -1,6 +1,6 @@
 """search_file_content and glob through a real MCP stdio session vs bare ripgrep, and the walk.
 
-    uv run python benchmarks/bench_search.py [--scales 1,4,16] [--runs 5] [--walk-files 100000]
+    uv run python benchmarks/bench_search.py [--scales 1,4,16] [--runs 5] [--walk-files 100000] [--mtime-age HOURS]
 
 Builds (once, under benchmarks/.corpus/, git-ignored) a source tree of about 10k files per scale unit
 (Python, TypeScript, Markdown, JSON in nested packages, a .gitignore, a few nested .gitignores) plus
@@ -15,6 +15,9 @@ over stdio with the official MCP client and times, in the same run and on the sa
   while rg lists; the ignored count is only worked out when nothing matches, so this timing has no
   counting pass). glob puts files modified in the last 24 hours first, by time: on a corpus built less
   than a day ago every file is recent, on an older one none is; the table says which was measured.
+  `--mtime-age HOURS` first sets every file's modification time to about that many hours ago, a
+  microsecond apart (0: all recent, sorted by time; 48: none recent, sorted by path); with
+  `--equal-mtimes` all to one instant, so every tie is ordered too (the costliest case).
 
 Each figure is the median of --runs runs after one warm-up, ours and the baseline alternating. It then times `Workspace.walk` over a
 --walk-files tree with the ignore engine's combined-regex prefilter on and off (pathspec alone), and the
@@ -209,12 +212,27 @@ def raw_timings(root: Path, runs: int) -> dict[str, tuple[float, float, str]]:
     return out
 
 
-def bench_scales(scales: list[int], runs: int) -> None:
+def set_mtimes(root: Path, hours: float, equal: bool) -> None:
+    """Every file and directory of the corpus modified about `hours` ago (the `.complete` marker too, which
+    the printed age is read from): a microsecond apart, as a checkout writes them, or all at the same
+    instant with `equal` (glob then orders every tie by path as well: its costliest case)."""
+    when = time.time_ns() - int(hours * 3600e9)
+    step = 0 if equal else 1000
+    for folder, _, names in os.walk(root):
+        for name in names:
+            when -= step
+            os.utime(os.path.join(folder, name), ns=(when, when), follow_symlinks=False)
+        os.utime(folder, ns=(when, when))
+
+
+def bench_scales(scales: list[int], runs: int, mtime_age: float | None, equal: bool) -> None:
     rows = []
     raw_rows = []
     for scale in scales:
         t0 = time.perf_counter()
         root = build_corpus(scale)
+        if mtime_age is not None:
+            set_mtimes(root, mtime_age, equal)
         built = time.perf_counter() - t0
         for label, (took, base, head) in asyncio.run(mcp_timings(root, runs)).items():
             rows.append((scale, label, took, base, head))
@@ -315,8 +333,12 @@ def main() -> None:
     parser.add_argument("--scales", default="1,4,16")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--walk-files", type=int, default=100_000)
+    parser.add_argument("--mtime-age", type=float, default=None, metavar="HOURS")
+    parser.add_argument("--equal-mtimes", action="store_true", help="with --mtime-age: one time for every file")
     args = parser.parse_args()
-    bench_scales([int(s) for s in args.scales.split(",") if s], args.runs)
+    if args.equal_mtimes and args.mtime_age is None:
+        parser.error("--equal-mtimes needs --mtime-age")
+    bench_scales([int(s) for s in args.scales.split(",") if s], args.runs, args.mtime_age, args.equal_mtimes)
     if args.walk_files:
         bench_walk(args.walk_files, args.runs)
 
