@@ -250,7 +250,8 @@ def cmd_call(args: argparse.Namespace) -> int:
 
     result = anyio.run(run)
     if args.json:
-        payload = result.to_mcp(structured=config.opt("structured_content", False)).model_dump(by_alias=True, exclude_none=True, mode="json")
+        sent = result.to_mcp(structured=config.opt("structured_content", False))  # as the server would send it
+        payload = sent.model_dump(by_alias=True, exclude_none=True, mode="json")
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(render_content(result.content))

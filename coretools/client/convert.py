@@ -7,9 +7,9 @@ render it.
 
 MCP content converts as Gemini CLI does: text blocks are joined with newlines (structured
 content stands in for them only where it is the result: see ``outcome_from_result``), images
-(and image blobs of embedded resources)
-travel as inline data, resource links become ``Resource Link: <name> at <uri>``, audio and
-video are left out with a note (Gemini rejects them in function responses).
+(and image blobs of embedded resources) travel as inline data, resource links become
+``Resource Link: <name> at <uri>``, audio and video are left out with a note (Gemini rejects
+them in function responses).
 """
 
 from __future__ import annotations
