@@ -94,7 +94,7 @@ class ToolResult:
     def to_mcp(self, *, structured: bool = False) -> types.CallToolResult:
         """The MCP result. The structured part is left out unless asked for: several hosts (Claude Code,
         VS Code) hand the model only `structuredContent` when a result carries it, and ours holds the
-        result's fields, not the answer the text gives (see the README, "Structured content")."""
+        result's fields, not the answer the text gives (see the README, "The tools")."""
         return types.CallToolResult(
             content=self.content, structured_content=self.structured if structured else None, is_error=self.is_error
         )
