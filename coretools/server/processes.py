@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from coretools.server.hardened_env import harden
+
 logger = logging.getLogger("coretools")
 
 DEFAULT_OUTPUT_CAP = 16 * 1024 * 1024
@@ -76,7 +78,7 @@ def child_env(passthrough: Iterable[str] = (), base: dict[str, str] | None = Non
             continue
         env[name] = value
     env.update(NON_INTERACTIVE)
-    return env
+    return harden(env)
 
 
 def strip_ansi(text: str) -> str:
