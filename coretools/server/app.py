@@ -24,7 +24,7 @@ from coretools import __version__
 from coretools.errors import ToolError
 from coretools.server.limits import CallLimiter
 from coretools.server.toolset import ToolSet
-from coretools.server.workspace import RootError, Workspace
+from coretools.server.workspace import RootError, Workspace, protected_reason
 from coretools.tools.base import Elicitation, ServerConfig, ToolContext, ToolResult
 
 logger = logging.getLogger("coretools")
@@ -82,23 +82,33 @@ class Workspaces:
         client_roots = await _client_roots(ctx)
         if self.base is not None:
             if client_roots:
-                narrowed = self.base.narrowed(client_roots)
+                refused: list[str] = []
+                narrowed = self.base.narrowed(client_roots, refused)
+                if refused:
+                    logger.warning("refusing client roots: %s", "; ".join(refused))
                 if narrowed is not None:
                     return narrowed
-                logger.warning(
-                    "client roots %s do not overlap the configured roots %s; using the configured roots",
-                    client_roots,
-                    self.base.root_list(),
-                )
+                if not refused:
+                    logger.warning(
+                        "client roots %s do not overlap the configured roots %s; using the configured roots",
+                        client_roots,
+                        self.base.root_list(),
+                    )
             return self.base
         allow_broad = bool(self.config.opt("allow_broad_root", False))
         if client_roots:
             usable = []
             for root in client_roots:
                 try:
-                    usable.append(Workspace.check_root(root, allow_broad=allow_broad))
+                    checked = Workspace.check_root(root, allow_broad=allow_broad)
                 except RootError as exc:
                     logger.warning("ignoring client root: %s", exc)
+                    continue
+                reason = None if self.config.allow_protected else protected_reason(os.path.realpath(checked))
+                if reason:
+                    logger.warning("refusing client root %s: it is %s, a protected path", checked, reason)
+                    continue
+                usable.append(checked)
             if usable:
                 return Workspace(usable, allow_protected=self.config.allow_protected)
         if self._fallback is None:

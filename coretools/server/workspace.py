@@ -206,15 +206,20 @@ class Workspace:
         self._finalizer()
         self.roots = ()
 
-    def narrowed(self, client_roots: list[str]) -> Workspace | None:
+    def narrowed(self, client_roots: list[str], refused: list[str] | None = None) -> Workspace | None:
         """The workspace seen by a client that declared `client_roots`: only the parts of our roots that
-        are also inside a client root. Client roots can narrow the operator's roots, never widen them."""
+        are also inside a client root. Client roots can narrow the operator's roots, never widen them, and
+        never reach into a protected path; each client root refused for that is described in `refused`."""
         kept: list[str] = []
         for client in client_roots:
             c = os.path.realpath(client)
             for root in self.roots:
                 if _within(c, root.path):
-                    kept.append(c)
+                    reason = self._protected_inside(c)
+                    if reason is None:
+                        kept.append(c)
+                    elif refused is not None:
+                        refused.append(f"{c} is {reason} of the root {root.shown}, a protected path")
                 elif _within(root.path, c):
                     kept.append(root.shown)
         kept = [k for k in dict.fromkeys(kept) if os.path.isdir(k)]
@@ -222,8 +227,13 @@ class Workspace:
             return None
         narrowed = Workspace(kept, allow_protected=self.allow_protected)
         # The strings above were checked before the new roots were opened; check the opened descriptors
-        # too, so a client root swapped for a symlink to elsewhere in between cannot widen the workspace.
-        escaped = [r for r in narrowed.roots if not any(_within(r.path, mine.path) for mine in self.roots)]
+        # too, so a client root swapped for a symlink to elsewhere in between cannot widen the workspace
+        # or land inside a protected path.
+        escaped = [
+            r
+            for r in narrowed.roots
+            if not any(_within(r.path, mine.path) for mine in self.roots) or self._protected_inside(r.path)
+        ]
         if escaped:
             for r in escaped:
                 os.close(r.fd)
@@ -233,6 +243,18 @@ class Workspace:
             if not narrowed.roots:
                 return None
         return narrowed
+
+    def _protected_inside(self, path: str) -> str | None:
+        """Why a client root at canonical `path` would expose a protected path of an operator root (it lies
+        in `.git`, say), or None. Decided from the operator's roots, so a client cannot move the boundary."""
+        if self.allow_protected:
+            return None
+        for root in self.roots:
+            if _within(path, root.path) and path != root.path:
+                reason = protected_reason(path[len(root.path) :].lstrip("/"))
+                if reason:
+                    return reason
+        return None
 
     @property
     def primary(self) -> Root:
