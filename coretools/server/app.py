@@ -111,6 +111,12 @@ class Workspaces:
                 usable.append(checked)
             if usable:
                 return Workspace(usable, allow_protected=self.config.allow_protected)
+            raise ToolError(
+                f"No workspace: the server was started without --root and none of the client's roots "
+                f"({', '.join(client_roots)}) can serve as one (the server log says why). Offer a project "
+                "directory as a root, or restart coretools with --root /path/to/project.",
+                "path_not_in_workspace",
+            )
         if self._fallback is None:
             try:
                 cwd = Workspace.check_root(os.getcwd(), allow_broad=allow_broad)

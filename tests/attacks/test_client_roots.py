@@ -79,11 +79,15 @@ async def test_client_root_inside_git_narrowing_a_root(repo: Path, client_root: 
     assert len(refused) == 1 and "protected path" in refused[0].getMessage(), [r.getMessage() for r in caplog.records]
 
 
-async def test_client_root_inside_git_without_operator_roots(repo: Path) -> None:
+async def test_client_root_inside_git_without_operator_roots(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is served instead: not the refused root, and not the server's current directory either."""
     target = repo / ".git"
+    monkeypatch.chdir(repo)
     async with connect([], "legacy", list_roots_callback=roots_callback([target])) as client:
-        await attack(client, target, ["", "./"])
+        texts = await attack(client, target, ["", "./"])
     untouched(repo)
+    assert not (repo / "hooks").exists() and not (repo / "config").exists()
+    assert all("No workspace" in t for t in texts), texts
 
 
 async def test_client_root_beside_git_keeps_git_protected(repo: Path) -> None:
