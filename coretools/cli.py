@@ -155,6 +155,16 @@ def _config(args: argparse.Namespace):
     return ServerConfig(roots=roots, allow_protected=args.allow_protected, options=args)
 
 
+def _recover_interrupted_writes() -> None:
+    """Before any tool runs: put back the old content of files whose in-place write was cut short."""
+    from coretools.server import durable
+
+    try:
+        durable.recover()
+    except OSError as exc:
+        logging.getLogger("coretools").warning("could not check for interrupted writes: %s", exc)
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(f"coretools-mcp: error: {message}\n")
     return EXIT_USAGE
@@ -169,6 +179,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = _config(args)
     except RootError as exc:
         return _fail(str(exc))
+    _recover_interrupted_writes()
     if args.transport == "http":
         try:
             from coretools.server.http import serve_http
@@ -224,6 +235,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         config = _config(args)
     except RootError as exc:
         return _fail(str(exc))
+    _recover_interrupted_writes()
     raw = sys.stdin.read() if args.arguments == "-" else args.arguments
     try:
         arguments = json.loads(raw)

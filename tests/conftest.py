@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,13 @@ from support import (  # noqa: F401 - re-exported for suites that import helpers
     stdio_params,
     text_of,
 )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Recovery records and journals of the whole run go to a temporary state directory, never the
+    user's own (servers started as subprocesses inherit it)."""
+    os.environ["CORETOOLS_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ everything outside the root is unchanged. Races are made deterministic by perfor
 patched function, exactly between a check and a use.
 
 Hard links are the one documented exception: a hard link inside a root *is* a file inside the root (the
-kernel cannot tell it from any other name of the inode), so its content is readable by design. Writes
-replace the name by rename and never write through the link.
+kernel cannot tell it from any other name of the inode), so its content is readable by design, and a
+write changes the file's content in place, which every name of it sees.
 """
 
 from __future__ import annotations
@@ -606,16 +606,20 @@ def test_write_refuses_protected_real_paths(scene: Scene, ws: Workspace) -> None
     assert (scene.root / ".env").read_text() == "ENV SECRET\n"
 
 
-def test_hard_link_is_inside_by_definition_and_writes_break_it(scene: Scene, ws: Workspace) -> None:
+def test_hard_link_is_inside_by_definition_and_writes_keep_it(scene: Scene, ws: Workspace) -> None:
     """B11: the kernel cannot tell a hard link from any other name of a file, so `hard` (linked to an
-    outside file by someone with access to both) reads as a file of the root. A write replaces the name
-    (rename), so the outside file never changes."""
+    outside file by someone with access to both) reads as a file of the root. A write changes the content
+    and nothing else, so it is made in place and every name of the file sees it, the outside one too: the
+    README's rule (don't serve a tree where someone untrusted can make hard links) is what stands here."""
     _, data = ws.read_bytes(ws.locate("hard"))
     assert data == b"HARDLINKED CONTENT\n"
+    inode = os.stat(scene.outside / "hard-source.txt").st_ino
     ws.write_atomic(ws.locate("hard"), b"NEW\n")
     assert (scene.root / "hard").read_bytes() == b"NEW\n"
-    assert os.stat(scene.root / "hard").st_nlink == 1
-    assert (scene.outside / "hard-source.txt").read_bytes() == b"HARDLINKED CONTENT\n"
+    assert os.stat(scene.root / "hard").st_nlink == 2 and os.stat(scene.root / "hard").st_ino == inode
+    assert (scene.outside / "hard-source.txt").read_bytes() == b"NEW\n"
+    # The one expected change outside the root, undone so the scene's invariant checks everything else.
+    (scene.outside / "hard-source.txt").write_bytes(b"HARDLINKED CONTENT\n")
 
 
 def test_write_drops_set_id_bits(scene: Scene, ws: Workspace) -> None:

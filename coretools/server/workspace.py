@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from coretools.errors import InvalidPath, OutsideWorkspace, PathError, ProtectedPath, ToolError
-from coretools.server import kernel
+from coretools.server import durable, kernel
 from coretools.server.ignore import GEMINIIGNORE, GIT_INFO_EXCLUDE, IgnoreOptions, IgnoreRules, SpecCache
 
 MAX_PATH_BYTES = 4096
@@ -771,7 +771,18 @@ class Workspace:
             # Keep the old permissions minus set-user/group-ID: new content must not inherit them (the kernel
             # drops them too when an ordinary process writes to such a file).
             perm = stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID) if st is not None else mode
-            self._replace(parent_fd, name, data, perm, st, shown, no_replace=must_not_exist, expect=expect)
+            if st is not None and not durable.may_write(parent_fd, name):
+                raise PathError(
+                    f"Permission denied: {shown} is not writable by the user the server runs as (uid "
+                    f"{os.geteuid()}); it was left untouched. Ask the user to change its permissions, or write "
+                    "elsewhere.",
+                    "permission_denied",
+                )
+            target = os.path.join(self.roots[root].path, rel)
+            if st is not None and not durable.rename_keeps_identity(st):
+                self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect)
+            else:
+                self._replace(parent_fd, name, data, perm, st, shown, target, no_replace=must_not_exist, expect=expect)
             return WriteOutcome(shown, created=st is None, previous_mode=stat.S_IMODE(st.st_mode) if st else None)
         finally:
             if parent_fd >= 0:
@@ -785,6 +796,7 @@ class Workspace:
         perm: int | None,
         old: os.stat_result | None,
         shown: str,
+        target: str,
         *,
         no_replace: bool = False,
         expect: os.stat_result | None = None,
@@ -812,14 +824,15 @@ class Workspace:
                     view = view[written:]
                 if perm is not None:
                     os.fchmod(fd, perm)
-                if old is not None and os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
-                    try:
-                        os.fchown(fd, old.st_uid, old.st_gid)
-                    except OSError:
-                        pass
-                os.fsync(fd)
+                carried = old is None or durable.carry_over(parent_fd, name, fd, old)
+                if carried:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
+            if not carried:
+                os.unlink(tmp, dir_fd=parent_fd)
+                self._write_in_place(parent_fd, name, data, perm, old, shown, target, expect)
+                return
             if expect is not None:  # once more, as late as possible: the temp file took time to write
                 try:
                     now = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
@@ -839,6 +852,40 @@ class Workspace:
                 raise self._os_error(exc, shown) from None
             raise
         _fsync_dir(parent_fd)
+
+    def _write_in_place(
+        self,
+        parent_fd: int,
+        name: str,
+        data: bytes,
+        perm: int | None,
+        old: os.stat_result,
+        shown: str,
+        target: str,
+        expect: os.stat_result | None,
+    ) -> None:
+        """Rewrite the file itself (same inode: its links, owner and attributes stay), crash-safe through a
+        recovery record of its old bytes (see `durable`)."""
+        try:
+            fd = os.open(name, os.O_RDWR | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_CLOEXEC, dir_fd=parent_fd)
+        except OSError as exc:
+            raise self._os_error(exc, shown) from None
+        try:
+            st = os.fstat(fd)
+            _check_unchanged(st, expect if expect is not None else old, shown)
+            record = durable.save_old(target, fd, st)
+            try:
+                durable.write_in_place(fd, data)
+                if perm is not None and stat.S_IMODE(st.st_mode) != perm:
+                    os.fchmod(fd, perm)
+            except BaseException:
+                record.restore(fd)
+                raise
+            record.drop()
+        except OSError as exc:
+            raise self._os_error(exc, shown) from None
+        finally:
+            os.close(fd)
 
     # -- edits: per-file serialisation (issue 3, editing tools) ---------------------------------------
 
