@@ -7,10 +7,8 @@ from __future__ import annotations
 
 def namespaces_forbidden() -> str | None:
     """Why this machine refuses the sandbox's namespaces, or None."""
-    try:
-        from coretools.server.bwrap import bwrap_problem
-    except ImportError:
-        from coretools.server.processes import bwrap_problem
+    from coretools.server.bwrap import bwrap_problem
+
     problem = bwrap_problem()
     return problem if problem and "namespace" in problem else None
 

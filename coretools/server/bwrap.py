@@ -109,12 +109,13 @@ def find_protected(roots: Iterable[str], cwd: str, budget: int = SEARCH_BUDGET) 
         scan.entry(entry)
     inside = functools.partial(_inside, roots)
     found = scan.found
+    # Mount points are given resolved: bwrap cannot follow an absolute symbolic link while it sets up.
     return Protected(
         pinned=sorted({p for p in found.pinned if inside(p)}, key=_depth),
-        readonly=sorted({p for p in found.readonly if inside(p)}, key=_depth),
+        readonly=sorted({r for r in map(os.path.realpath, found.readonly) if inside(r)}, key=_depth),
         missing_hooks=sorted({p for p in found.missing_hooks if inside(p)}),
         absent=sorted({p for p in found.absent if inside(p)}),
-        secrets=secrets,
+        secrets=sorted(set(map(os.path.realpath, secrets))),
     )
 
 
@@ -154,7 +155,7 @@ def _scan_dir(directory: str, git_entries: list[str], secrets: list[str]) -> lis
                     if is_dir:
                         if name not in SKIP_DIRS:
                             subdirs.append(entry.path)
-                    elif name[0] == "." and is_secret_env_name(name) and not entry.is_dir():
+                    elif name[0] == "." and is_secret_env_name(name) and entry.is_file():
                         secrets.append(entry.path)
                 except OSError:
                     continue

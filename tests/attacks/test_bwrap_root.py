@@ -377,6 +377,20 @@ async def test_env_files_masked_from_a_subdirectory(root: Path) -> None:
 
 
 @needs_namespaces
+async def test_env_symlinks_masked_at_their_target(root: Path, outside: Path) -> None:
+    """A `.env` that is a symbolic link (absolute or relative, even to a file outside the roots) is masked
+    where it points; a dangling one does not stop the sandbox from starting."""
+    (outside / "prod.env").write_text("TOKEN=OUTSIDE_LINKED_SECRET\n")
+    (root / "real-secret").write_text("TOKEN=RELATIVE_LINKED_SECRET\n")
+    (root / "a").mkdir()
+    (root / "a" / ".env").symlink_to(outside / "prod.env")
+    (root / "a" / ".env.local").symlink_to("../real-secret")
+    (root / ".env").symlink_to("/nonexistent/coretools/.env")
+    s = await sandboxed(root, "cat a/.env a/.env.local; echo end")
+    assert s["exit_code"] == 0 and s["stdout"].split() == ["end"], s
+
+
+@needs_namespaces
 async def test_env_files_cannot_be_changed_or_removed(root: Path) -> None:
     """A masked file cannot be overwritten or deleted through the mask."""
     plant_secrets(root)
