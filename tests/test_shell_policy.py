@@ -150,3 +150,253 @@ def test_found_commands_include_nested_ones() -> None:
 
 def test_no_policy_checks_nothing() -> None:
     assert ShellPolicy.from_prefixes([], []).check("rm -rf $(echo /)") == []
+
+
+# -- words after a redirection -------------------------------------------------------------------------------
+
+REDIRECTION_FORMS = ["git >/dev/null -c x=y status", "git 2>/dev/null -c x=y status", "git &>/dev/null -c x=y status",
+                     "git >|/dev/null -c x=y status", "git 2>&1 -c x=y status", "git 2>/dev/null <&0 -c x=y status",
+                     ">/dev/null git -c x=y status", "git >/dev/null -c x=y status | cat",
+                     "ls && git 2>/dev/null -c x=y status", "! git >/dev/null -c x=y status",
+                     "git <<< x >/dev/null -c x=y status", "git <<EOF -c x=y status\nbody\nEOF"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", REDIRECTION_FORMS)
+def test_words_after_a_redirection_are_arguments(command: str) -> None:
+    with pytest.raises(Refused) as info:
+        ALLOW.check(command)
+    assert "git -c" in info.value.message
+
+
+def test_words_after_a_redirection_keep_their_order() -> None:
+    found = ShellPolicy.from_prefixes(["git"], []).check("git 2>/dev/null log >/dev/null -n 1 2>&1 --oneline")
+    assert found == [["git", "log", "-n", "1", "--oneline"]]
+
+
+@pytest.mark.parametrize("command", ["{ ls; } >/dev/null rm x", "(ls) 2>/dev/null rm x", "declare >/dev/null x=1"])
+def test_words_after_a_redirection_of_a_compound_command_are_refused(command: str) -> None:
+    for policy in (ALLOW, DENY):
+        with pytest.raises(Refused):
+            policy.check(command)
+
+
+@pytest.mark.parametrize("command", ["command >/dev/null rm x", "env 2>/dev/null rm x", "nice >/dev/null rm x",
+                                     "xargs >/dev/null rm", ">/dev/null rm x", "timeout 5 >/dev/null rm x"])  # fmt: skip
+def test_denylist_sees_words_after_a_redirection(command: str) -> None:
+    with pytest.raises(Refused) as info:
+        DENY.check(command)
+    assert "denylist" in info.value.message
+
+
+# -- the denylist holds ----------------------------------------------------------------------------------------
+
+DENY_HOLDS = ["\\rm x", "r''m x", "/bin/rm x", "command rm x", "env rm x", "echo x | xargs rm", "env -S 'rm x'",
+              "env -S'rm x'", "env -vS 'rm x'", "env -iS 'rm x'", "env --split-string='rm x'",
+              "env --split-string 'rm x'", "env --split='rm x'", "env --sp='rm x'", "env -- rm x",
+              "env -u HOME rm x", "env -C . rm x", ">/dev/null rm x"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", DENY_HOLDS)
+def test_denylist_holds(command: str) -> None:
+    with pytest.raises(Refused):
+        DENY.check(command)
+
+
+@pytest.mark.parametrize("command", ["env -S 'ls'", "env --split-string=ls", "env --spl=ls", "env -0S ls"])
+def test_env_split_string_is_refused_in_both_modes(command: str) -> None:
+    for policy in (DENY, ShellPolicy.from_prefixes(["env", "ls"], [])):
+        with pytest.raises(Refused) as info:
+            policy.check(command)
+        assert "split" in info.value.message or "-S" in info.value.message
+
+
+# -- the argument table: one case (at least) per entry --------------------------------------------------------
+
+# (allowed program, command, part of the refusal message)
+TABLE_CASES = [
+    ("git", "git -c core.fsmonitor=x status", "git -c"),
+    ("git", "git config alias.x '!sh'", "git config"),
+    ("git", "git lg", "git lg is refused"),
+    ("git", "git --git-dir=evil status", "--git-dir"),
+    ("git", "git log --output=../x", "--output"),
+    ("git", "git grep --open=vi x", "--open-files-in-pager"),
+    ("git", "git clone -u x . dst", "clone -u"),
+    ("git", "git merge -s evil x", "strategy `evil`"),
+    ("git", "git init ../x", "leaves the working directory"),
+    ("git", "git mv -f a .git/config", ".git directory"),
+    ("git", "git remote add x https://example.invalid/r", "git remote add"),
+    ("git", "git bisect run sh", "bisect run"),
+    ("git", "git submodule foreach sh", "submodule foreach"),
+    ("git", "git filter-branch --tree-filter sh", "filter-branch"),
+    ("git", "git fetch *", "glob or brace"),
+    ("git", "git status $HOME", "not literal"),
+    ("sed", "sed -n '1e sh' f", "`e` command"),
+    ("sed", "sed 's/x/y/e' f", "`e` flag"),
+    ("sed", "sed 's/[/]/x/e' f", "`e` flag"),
+    ("sed", "sed 's/x/y/w out' f", "`w` flag"),
+    ("sed", "sed -n 'W out' f", "`W` command"),
+    ("sed", "sed -f script f", "sed -f"),
+    ("sed", "sed -i s/a/b/ ../f", "leaves the working directory"),
+    ("sed", "sed -i'.git/*' p f", "backup suffix"),
+    ("sed", "sed -i s/a/b/ .GIT/config", ".git directory"),
+    ("sed", "sed -i s/a/b/ .g*/config", ".git directory"),
+    ("sed", "sed --follow-symlinks -i s/a/b/ f", "--follow-symlinks"),
+    ("gsed", "gsed -n '1e sh' f", "`e` command"),
+    ("awk", "awk 'BEGIN{system(\"sh\")}'", "system()"),
+    ("awk", "awk '{print | \"sh\"}'", "`|`"),
+    ("awk", "awk 'BEGIN{\"sh\" | getline}'", "`|`"),
+    ("awk", "awk '{print > \"out\"}'", "output redirection"),
+    ("awk", "awk 'BEGIN{printf \"(\" > \"out\"}'", "output redirection"),
+    ("awk", "awk '/\"/ { print > \"out\" } #\"' f", "regular expression"),
+    ("awk", "awk -f prog.awk", "-f"),
+    ("gawk", "gawk '@load \"x\"'", "`@`"),
+    ("mawk", "mawk -W exec x", "-W"),
+    ("nawk", "nawk 'BEGIN{system(\"sh\")}'", "system()"),
+    ("find", "find . -exec ls ';'", "-exec"),
+    ("find", "find . -okdir ls ';'", "-okdir"),
+    ("find", "find . -fprint out", "-fprint"),
+    ("find", "find . -fls out", "-fls"),
+    ("find", "find . -delete", "-delete"),
+    ("env", "env -i git status", "hardened environment"),
+    ("env", "env -C /tmp ls", "leaves the working directory"),
+    ("env", "env X=1 ls", "VAR=value"),
+    ("xargs", "xargs git", "not literal"),
+    ("xargs", "xargs --process-slot-var=GIT_DIR ls", "process-slot-var"),
+    ("sudo", "sudo git status", "hardened environment"),
+    ("doas", "doas git status", "hardened environment"),
+    ("exec", "exec -c git status", "hardened environment"),
+    ("time", "time -o out ls", "time -o"),
+    ("nice", "nice git -c x=y status", "git -c"),
+    ("nohup", "nohup git -c x=y status", "git -c"),
+    ("timeout", "timeout 5 git -c x=y status", "git -c"),
+    ("stdbuf", "stdbuf -o0 git -c x=y status", "git -c"),
+    ("setsid", "setsid git -c x=y status", "git -c"),
+    ("command", "command git -c x=y status", "git -c"),
+    ("builtin", "builtin git -c x=y status", "git -c"),
+    ("ionice", "ionice -c 3 git -c x=y status", "git -c"),
+    ("chrt", "chrt 1 git -c x=y status", "git -c"),
+    ("taskset", "taskset 1 git -c x=y status", "git -c"),
+    ("busybox", "busybox git -c x=y status", "git -c"),
+    ("unbuffer", "unbuffer git -c x=y status", "git -c"),
+    ("caffeinate", "caffeinate git -c x=y status", "git -c"),
+    ("proxychains", "proxychains git -c x=y status", "git -c"),
+    ("torsocks", "torsocks git -c x=y status", "git -c"),
+    *[(name, f"{name} x ls", "cannot check") for name in ("watch", "flock", "strace", "ltrace", "script", "su",
+                                                          "runuser", "chroot", "nsenter", "unshare", "firejail",
+                                                          "parallel", "systemd-run", "at", "batch", "gdb")],  # fmt: skip
+    ("tar", "tar --to-comm=sh -xf a.tar", "--to-command"),
+    ("tar", "tar cIf sh x", "the I and F options"),
+    ("tar", "tar -xf a.tar", "extraction"),
+    ("tar", "tar -cf host:x .", "remote host"),
+    ("rsync", "rsync -avze sh a b", "-e"),
+    ("zip", "zip -TT sh a.zip f", "-T"),
+    ("less", "less -o out f", "-o"),
+    ("less", "less '+!sh' f", "commands given with +"),
+    ("sort", "sort --compress=sh f", "--compress-program"),
+    ("ssh", "ssh -o ProxyCommand=sh host", "proxycommand"),
+    ("scp", "scp -S sh a b", "-S"),
+    ("sftp", "sftp -D sh host", "-D"),
+    ("man", "man -P sh ls", "-P"),
+    ("sdiff", "sdiff --diff-program=sh a b", "--diff-program"),
+    ("cd", "cd /tmp", "leaves the working directory"),
+    ("pushd", "pushd ..", "leaves the working directory"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("program,command,why", TABLE_CASES, ids=[f"{c[0]}:{c[1][:40]}" for c in TABLE_CASES])
+def test_table_entry_refuses_and_names_the_part(program: str, command: str, why: str) -> None:
+    policy = ShellPolicy.from_prefixes([program, "git", "ls"], [])
+    with pytest.raises(Refused) as info:
+        policy.check(command)
+    assert why in info.value.message
+
+
+def test_every_table_entry_has_a_case() -> None:
+    from coretools.tools.exec_policy import TABLE
+
+    assert set(TABLE) <= {program for program, _, _ in TABLE_CASES}
+
+
+# options that carry a command line are refused with only a denylist too
+DENY_INLINE = ["git -c alias.x=y x", "git --config-env=a.b=C status", "git --exec-path=. x", "git grep -Ovi x",
+               "git rebase --exe=sh main", "git fetch --upload-p=sh .", "git push --rece=sh .", "git clone -u sh . d",
+               "git clone --conf=a.b=c . d", "git difftool -x sh", "git bisect run sh", "git submodule foreach sh",
+               "git filter-branch --msg-filter sh", "tar --to-command=sh -xf a", "tar cIf sh x", "rsync -e sh a b",
+               "zip -TT sh a.zip f", "less -o out f", "sort --compress-program=sh f", "ssh -oProxyCommand=sh h",
+               "scp -S sh a b", "man -P sh ls", "sdiff --diff-program=sh a b", "watch ls"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", DENY_INLINE)
+def test_command_carrying_options_are_refused_with_a_denylist(command: str) -> None:
+    with pytest.raises(Refused):
+        DENY.check(command)
+
+
+EVERYDAY = ["git status", "git log -n 5", "git log --oneline -n 5 --format='%h %s'", "git diff", "git diff --stat HEAD~1",
+            "git show HEAD:f", "git grep -n word", "git grep -c word", "git add f", "git add ./*.py", "git commit -m x",
+            "git commit -am 'use the -x flag'", "git stash show stash@{0}", "git config --get user.name",
+            "git remote -v", "git cherry-pick -x abc", "git merge -s ours x", "git rebase -i HEAD~2", "git log --cc",
+            "git clone https://example.invalid/r dst", "git -C sub status", "git rev-parse --git-dir",
+            "sed -n 1,20p f", "sed -i s/a/b/ f", "sed -i.bak 's/a/b/g' f", "sed -e 's/a/b/' -e '/^$/d' f",
+            "sed 's#/usr#/opt#g' f", "sed ':a;N;$!ba;s/\\n/ /g' f", "sed '1i header' f", "sed 'y/abc/xyz/' f",
+            "sed 's/[/]/x/' f", "awk '{print $1}' f", "awk -F: '$3 > 100 { print $1 }' f",
+            "awk '{ if ($1 > 5) print $1 }' f", "awk '{ s += $1 } END { print s / NR }' f", "awk 'a || b' f",
+            "awk '{ gsub(/a|b/, \"c\"); print }' f", "find . -name '*.py'", "find . -path ./.git -prune -o -print",
+            "grep -r x --exclude-dir=.git .", "timeout 5 git status", "env git status", "tar -czf out.tgz src",
+            "cd sub && git status"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", EVERYDAY)
+def test_everyday_commands_pass_the_table(command: str) -> None:
+    ShellPolicy.from_prefixes(["git", "sed", "awk", "find", "grep", "timeout", "env", "tar", "cd"], []).check(command)
+
+
+# -- arguments the model could steer ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["cp x .git/config", "cp x $PWD/.git/config", "cp x \"$EMPTY\".git/config",
+                                     "ln -s .git x", "touch .Git/hooks/x", "ls .g?t", "cp x .git./config",
+                                     "cat .git/config"])  # fmt: skip
+def test_no_program_may_name_a_path_inside_dot_git(command: str) -> None:
+    with pytest.raises(Refused) as info:
+        ShellPolicy.from_prefixes(["cp", "ln", "touch", "ls", "cat"], []).check(command)
+    assert ".git" in info.value.message
+
+
+def test_dollar_underscore_is_refused_with_an_allowlist() -> None:
+    with pytest.raises(Refused) as info:
+        ShellPolicy.from_prefixes(["echo", "cp"], []).check("echo .g; cp x ${_}it/config")
+    assert "$_" in info.value.message
+    DENY.check("echo $_")
+
+
+def test_runs_programs_lists_what_can_start_programs() -> None:
+    from coretools.tools.exec_policy import runs_programs
+
+    assert runs_programs(["ls", "git", "/usr/bin/python3.12", "cat", "make", "git"]) == ["git", "python3.12", "make"]
+
+
+@pytest.mark.anyio
+async def test_one_start_up_warning_when_allowed_programs_can_run_programs(root, caplog) -> None:
+    import logging
+
+    from support import make_config
+
+    from coretools.tools.run_shell_command import RunShellCommand
+
+    def warnings_for(*flags: str) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="coretools"):
+            tools.append(RunShellCommand(make_config([root], *flags)))
+        return [r.getMessage() for r in caplog.records if r.name == "coretools"]
+
+    tools: list = []
+    try:
+        [message] = warnings_for("--allow-command", "git status", "--allow-command", "ls", "--allow-command", "python3")
+        assert "git, python3 can run other programs" in message and "not a security boundary" in message
+        assert warnings_for("--allow-command", "ls", "--allow-command", "cat") == []
+        assert warnings_for("--deny-command", "rm") == []
+        assert warnings_for() == []
+    finally:
+        for tool in tools:
+            await tool.aclose()

@@ -16,10 +16,12 @@ where only the roots are writable.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from typing import Any
 
 from coretools.errors import ToolError
+from coretools.server.hardened_env import for_allowlist
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.server.processes import (
     DEFAULT_INACTIVITY_TIMEOUT,
@@ -31,9 +33,11 @@ from coretools.server.processes import (
     startup_error,
     stop_message,
 )
+from coretools.tools.exec_policy import runs_programs
 from coretools.tools.shell_policy import Refused, ShellPolicy
 
 MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
+logger = logging.getLogger("coretools")
 
 
 class RunShellCommand(Tool):
@@ -155,6 +159,21 @@ class RunShellCommand(Tool):
             problem = self.settings.problem()
             if problem:
                 raise startup_error(f"--shell-sandbox: {problem}" if "bwrap" in problem else problem)
+            self._warn_if_allowlist_is_not_a_boundary(config)
+
+    def _warn_if_allowlist_is_not_a_boundary(self, config) -> None:
+        """One start-up warning when allowed programs can start other programs and no OS sandbox bounds them."""
+        if not self.policy.allow or config.opt("shell_sandbox", None) is not None:
+            return
+        programs = runs_programs(prefix[0] for prefix in self.policy.allow)
+        if programs:
+            logger.warning(
+                "--allow-command: %s can run other programs, and --shell-sandbox is off. The shell policy refuses "
+                "their known ways of doing so and git runs with hardened configuration, but the allowlist only "
+                "decides which commands start: it is not a security boundary. Add --shell-sandbox bwrap to bound "
+                "what they can reach.",
+                ", ".join(programs),
+            )
 
     def unavailable_reason(self) -> str | None:
         if self.config.opt("no_shell", False):
@@ -187,7 +206,8 @@ class RunShellCommand(Tool):
                 )
             root_path = ws.roots[node.root].path
             cwd = os.path.join(root_path, node.rel) if node.rel else root_path
-            spec = self.settings.spec(self.runner, ["bash", "-c", command], cwd=cwd, roots=[r.path for r in ws.roots])
+            with for_allowlist(bool(self.policy.allow)):
+                spec = self.settings.spec(self.runner, ["bash", "-c", command], cwd=cwd, roots=[r.path for r in ws.roots])
             sent = 0
 
             async def live(text: str) -> None:

@@ -6,6 +6,11 @@ every command that would run: the parts of `;`, `&&`, `||`, `&`, pipes and newli
 groups, bodies of `if`/`while`/`for`/`case` and functions, the script of `bash -c '...'` (parsed again)
 and the command behind launchers such as `env`, `xargs`, `nice`, `timeout`, `sudo`, `nohup`.
 
+Every word of a simple command is an argument, wherever redirections stand: tree-sitter-bash hangs the
+words that follow a redirection's destination (`git >/dev/null -c x status`) on the redirection node, and
+the checker gives them back to the command they belong to (the last simple command before the
+redirection; words after a redirection of a compound command are refused).
+
 Prefix rule (as Gemini CLI's `run_shell_command(git)` entries): a command matches a prefix when its first
 words equal the prefix's words. On the allowlist a command name containing `/` matches only a prefix
 spelling that exact path (`./ls` is not `ls`); on the denylist the base name is used (`/usr/bin/sudo`
@@ -15,10 +20,14 @@ It fails closed. With an allowlist active, anything whose effect the parse canno
 refused, and the message names the part: command and process substitution, arithmetic (its variable
 references can run command substitutions), `[[ ]]`, `eval`, parameter expansions other than `$NAME` and
 `${NAME}`, variable assignments (PATH, LD_PRELOAD...), redirections other than to /dev/null or between
-descriptors, command names that are not literal words, launcher forms it does not know, and options of
-allowed programs that run other commands (`git -c`, `find -exec`, `tar --to-command`...). With only a
+descriptors, command names that are not literal words, `$_` (its value is the previous command's last
+argument, so the model sets it), and arguments naming a path inside a `.git` directory (literally, or
+with expansions around a literal `.git`). Programs that can run programs are checked against the argument
+table in `exec_policy.py` (git, sed, awk, find, env, xargs and the other launchers, tar, ...), and an
+allowlisted command runs in the hardened environment of `coretools/server/hardened_env.py`. With only a
 denylist, substitutions and `eval` strings are looked into rather than refused, but anything that hides
-which command runs is still refused. Parse errors are always refused.
+which command runs is still refused, including the table's options that carry a command line. Parse
+errors are always refused.
 """
 
 from __future__ import annotations
@@ -26,8 +35,11 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from coretools.tools import exec_policy
+from coretools.tools.exec_policy import ArgumentRefused, Pattern
 
 MAX_SUBCOMMANDS = 100
 MAX_DEPTH = 8  # nested `bash -c` / `eval` / launcher levels
@@ -37,45 +49,6 @@ SUSPICIOUS_CHARS = {"\r": "carriage return", "\0": "NUL", "\u00a0": "no-break sp
 
 SHELLS = {"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox-sh"}
 SHELL_FLAG_LETTERS = set("euxvcfC")  # `bash -euxc '...'`; -l/-i/-O/--rcfile read start-up files or options
-# Launchers: name -> (options that take a value, number of positional words before the command).
-LAUNCHERS: dict[str, tuple[frozenset[str], int]] = {
-    "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
-    "nice": (frozenset({"-n", "--adjustment"}), 0),
-    "nohup": (frozenset(), 0),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
-    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
-    "setsid": (frozenset(), 0),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
-    "command": (frozenset(), 0),
-    "builtin": (frozenset(), 0),
-    "exec": (frozenset({"-a"}), 0),
-    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}), 0),
-    "doas": (frozenset({"-u", "-C"}), 0),
-    "xargs": (frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P",
-                         "--max-procs", "-s", "--max-chars"}), 0),  # fmt: skip
-    "ionice": (frozenset({"-c", "--class", "-n", "--classdata"}), 0),
-    "chrt": (frozenset(), 1),
-    "taskset": (frozenset(), 1),
-    "busybox": (frozenset(), 0),
-    "unbuffer": (frozenset(), 0),
-    "caffeinate": (frozenset(), 0),
-    "proxychains": (frozenset({"-f"}), 0),
-    "torsocks": (frozenset(), 0),
-}
-# Programs that run other programs in ways this checker cannot follow: refused unless allowed as such,
-# and even then their command-running options are refused below.
-OPAQUE_LAUNCHERS = {"watch", "flock", "strace", "ltrace", "script", "su", "runuser", "chroot", "nsenter", "unshare",
-                    "firejail", "parallel", "systemd-run", "at", "batch", "gdb"}  # fmt: skip
-# Options of common programs that make them run arbitrary commands.
-EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
-    "git": ("-c", "--config-env", "--exec-path", "--upload-pack", "--receive-pack", "--ext-diff", "--extcmd",
-            "--exec", "--tool"),  # fmt: skip
-    "tar": ("--checkpoint-action", "--to-command", "--use-compress-program", "-I", "--info-script",
-            "--new-volume-script", "-F", "--rsh-command", "--rmt-command"),  # fmt: skip
-    "rsync": ("-e", "--rsh", "--rsync-path"),
-    "zip": ("-T", "--unzip-command", "-TT"),
-    "less": ("-o", "--log-file"),
-}
 ARITHMETIC_TESTS = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
 ALWAYS_REFUSED_WITH_ALLOWLIST = {"eval": "eval runs a string as a new command"}
 STRUCTURE = {"program", "list", "pipeline", "subshell", "compound_statement", "redirected_statement",
@@ -84,6 +57,9 @@ STRUCTURE = {"program", "list", "pipeline", "subshell", "compound_statement", "r
 WORDS = {"word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation", "number",
          "simple_expansion", "expansion", "string_content", "variable_name", "special_variable_name",
          "brace_expression"}  # fmt: skip
+REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
+HEREDOC_PARTS = ("heredoc_start", "heredoc_body", "heredoc_end", "heredoc_content")
+MODEL_SET_VARIABLES = {"_": "$_ is the last argument of the previous command, which the model chose"}
 
 
 class Refused(Exception):
@@ -153,6 +129,7 @@ class _Checker:
         self.policy = policy
         self.strict = bool(policy.allow)
         self.found: list[list[str]] = []
+        self.trailing: dict[tuple[int, int], list[Any]] = {}  # command -> its words that follow a redirection
 
     # -- scripts and structure ---------------------------------------------------------------------
 
@@ -175,6 +152,8 @@ class _Checker:
         if self.strict and kind in ("function_definition", "for_statement"):
             what = "function definitions" if kind == "function_definition" else "for loops (they assign a variable)"
             raise _refuse(_text(node), f"{what} are refused while an allowlist is active")
+        if kind == "redirected_statement":
+            self.attach_trailing_words(node)
         if kind in STRUCTURE:
             if kind == "compound_statement" and node.child_count and node.children[0].type == "((":
                 self.arithmetic(node)
@@ -210,6 +189,16 @@ class _Checker:
             for child in node.named_children:
                 self.node(child, depth)
 
+    def attach_trailing_words(self, node: Any) -> None:
+        """Words after a redirection's destination belong to the simple command before the redirection."""
+        words = [w for r in node.named_children if r.type in REDIRECTS for w in _redirect_words(r)]
+        if not words:
+            return
+        target = _last_command(node.child_by_field_name("body"))
+        if target is None:
+            raise _refuse(_text(node), "words after a redirection of a compound command cannot be checked")
+        self.trailing.setdefault(_key(target), []).extend(words)
+
     def arithmetic(self, node: Any) -> None:
         if self.strict:
             raise _refuse(_text(node), "arithmetic is refused while an allowlist is active (variable "
@@ -242,6 +231,9 @@ class _Checker:
                               "command substitutions found in the value)")  # fmt: skip
             elif kind == "subscript" and self.strict:
                 raise _refuse(_text(child), "array subscripts are refused while an allowlist is active")
+            elif kind == "special_variable_name" and self.strict and _text(child) in MODEL_SET_VARIABLES:
+                raise _refuse(_text(node), f"{MODEL_SET_VARIABLES[_text(child)]}; it is refused while an allowlist "
+                              "is active")  # fmt: skip
             elif self.strict and child.is_named and kind not in WORDS and kind not in _VALUE_INNER:
                 raise _refuse(_text(child), f"this shell construct ({kind.replace('_', ' ')}) is not supported "
                               "while an allowlist is active")  # fmt: skip
@@ -293,21 +285,34 @@ class _Checker:
     def command(self, node: Any, depth: int) -> None:
         argv: list[str | None] = []
         name_node = None
+        words = []
         for child in node.named_children:
             if child.type == "variable_assignment":
                 self.assignment(child, depth)
-            elif child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+            elif child.type in REDIRECTS:
                 self.redirect(child, depth)
+                words.extend(_redirect_words(child))
             elif child.type == "command_name":
                 name_node = child.named_children[0] if child.named_child_count else child
                 self.value(name_node, depth)
                 argv.append(_literal(name_node, command_name=True))
             else:
-                self.value(child, depth)
-                argv.append(_literal(child))
+                words.append(child)
+        words.extend(self.trailing.get(_key(node), ()))
+        words.sort(key=lambda w: w.start_byte)
+        for word in words:
+            self.value(word, depth)
+            argv.append(_literal(word))
+            if self.strict and argv[-1] is None and _shape_names_git_dir(word):
+                raise _refuse(_text(word), "names a path inside a .git directory; writes there would plant git "
+                              "configuration, so it is refused while an allowlist is active")  # fmt: skip
         if name_node is None:
+            if words:
+                raise _refuse(_text(node), "a command whose name follows a redirection's words cannot be checked")
             return
-        self.check_argv(argv, _text(node), depth, launched=False)
+        trailing = self.trailing.get(_key(node), ())
+        text = " ".join([_text(node), *(_text(w) for w in trailing)])
+        self.check_argv(argv, text, depth, launched=False)
 
     def check_argv(self, argv: list[str | None], text: str, depth: int, *, launched: bool) -> None:
         self.found.append(argv)
@@ -332,16 +337,19 @@ class _Checker:
             return
         if self.strict and not self.allowed(argv):
             raise _refuse(text, f"`{_shown(argv)}` is not on the allowlist ({self.policy.describe()})")
-        self.check_exec_options(base, argv, text)
-        if base == "find":
-            for inner in _find_exec(argv, text):
-                self.check_argv(inner, text, depth + 1, launched=True)
-        elif base in LAUNCHERS:
-            inner = _launched(base, argv, text)
-            if inner:
-                self.check_argv(inner, text, depth + 1, launched=True)
-        elif base in OPAQUE_LAUNCHERS and len(argv) > 1:
-            raise _refuse(text, f"{base} runs other commands in a way the policy cannot check")
+        try:
+            if self.strict:
+                exec_policy.check_paths(base, argv)
+            launches = exec_policy.check(base, argv, self.strict)
+        except ArgumentRefused as exc:
+            raise _refuse(text, exc.why) from None
+        for launch in launches:
+            inner = launch.argv
+            inner_base = os.path.basename(inner[0] or "") if inner else ""
+            if self.strict and launch.clean_env and exec_policy.runs_programs([inner_base]):
+                raise _refuse(text, f"{base} would run {inner_base} without the hardened environment (it clears or "
+                              "resets variables), which is refused while an allowlist is active")  # fmt: skip
+            self.check_argv(inner, text, depth + 1, launched=True)
 
     def shell_wrapper(self, argv: list[str | None], text: str, depth: int) -> None:
         flags_done = False
@@ -375,68 +383,10 @@ class _Checker:
             if _matches(argv, prefix, use_basename=True):
                 raise _refuse(text, f"`{' '.join(prefix)}` is on the denylist")
 
-    def check_exec_options(self, base: str, argv: list[str | None], text: str) -> None:
-        if base == "git" and "rebase" in argv and any(w == "-x" or (w or "").startswith("-x") for w in argv):
-            raise _refuse(text, "git rebase -x can run arbitrary commands and is refused by the shell policy")
-        options = EXEC_OPTIONS.get(base)
-        if not options:
-            return
-        for word in argv[1:]:
-            if word is None:
-                continue
-            for option in options:
-                if word == option or (option.startswith("--") and word.startswith(option + "=")):
-                    raise _refuse(text, f"{base} {option} can run arbitrary commands and is refused by the "
-                                  "shell policy")  # fmt: skip
-                if len(option) == 2 and word.startswith(option) and not word.startswith("--") and base != "git":
-                    raise _refuse(text, f"{base} {option} can run arbitrary commands and is refused by the "
-                                  "shell policy")  # fmt: skip
-
 
 _VALUE_INNER = {"subscript", "command_substitution", "process_substitution", "arithmetic_expansion",
                 "heredoc_body", "heredoc_content", "test_operator", "binary_expression", "unary_expression",
                 "parenthesized_expression", "regex", "extglob_pattern"}  # fmt: skip
-
-
-def _launched(base: str, argv: list[str | None], text: str) -> list[str | None]:
-    """The command a launcher would run (may be empty: `env` alone prints the environment)."""
-    valued, positional = LAUNCHERS[base]
-    rest = argv[1:]
-    i = 0
-    while i < len(rest):
-        word = rest[i]
-        if word is None:
-            raise _refuse(text, f"an argument of {base} is not literal, so the command it runs cannot be checked")
-        if word == "--":
-            i += 1
-            break
-        if base == "env" and "=" in word and not word.startswith("-"):
-            raise _refuse(text, "env VAR=value assignments are refused by the shell policy (they can change what "
-                          "the launched command does)")  # fmt: skip
-        if word.startswith("-") and len(word) > 1:
-            if base == "env" and word in ("-S", "--split-string") or word.startswith("--split-string="):
-                raise _refuse(text, "env -S splits a string into a command and cannot be checked")
-            if word in valued:
-                i += 2
-                continue
-            if word.split("=", 1)[0] in valued or (len(word) > 2 and word[:2] in valued and not word.startswith("--")):
-                i += 1
-                continue
-            if base in ("timeout", "nice") and word[1:].lstrip("-").replace(".", "").isdigit():
-                i += 1  # `nice -5 cmd`, `timeout -9 ...` style numbers
-                continue
-            i += 1  # a flag without a value
-            continue
-        break
-    rest = rest[i:]
-    if len(rest) < positional:
-        return []
-    rest = rest[positional:]
-    if base == "busybox" and rest:
-        return rest
-    if base == "xargs" and not rest:
-        return ["echo"]
-    return rest
 
 
 def _matches(argv: list[str | None], prefix: tuple[str, ...], *, use_basename: bool) -> bool:
@@ -488,21 +438,55 @@ def _first_error(node: Any) -> Any:
     return node
 
 
-def _find_exec(argv: list[str | None], text: str) -> list[list[str | None]]:
-    """The commands `find ... -exec CMD ... ;` would run."""
-    found = []
-    i = 1
-    while i < len(argv):
-        if argv[i] in ("-exec", "-execdir", "-ok", "-okdir"):
-            j = i + 1
-            while j < len(argv) and argv[j] not in (";", "+"):
-                j += 1
-            if j == len(argv):
-                raise _refuse(text, f"find {argv[i]} without a closing ';' or '+' cannot be checked")
-            found.append(argv[i + 1 : j] or [None])
-            i = j
-        i += 1
-    return found
+def _key(node: Any) -> tuple[int, int]:
+    return node.start_byte, node.end_byte
+
+
+def _redirect_words(node: Any) -> list[Any]:
+    """The argv words a redirection node holds: everything after a file or here-string destination, the
+    words of a here-document line, and those of redirections nested in it."""
+    if node.type == "heredoc_redirect":
+        words = []
+        for child in node.named_children:
+            if child.type in REDIRECTS:
+                words.extend(_redirect_words(child))
+            elif child.type not in HEREDOC_PARTS and child.type not in STRUCTURE and child.type != "command":
+                words.append(child)
+        return words
+    return [c for c in node.named_children if c.type != "file_descriptor"][1:]
+
+
+def _last_command(node: Any) -> Any:
+    """The simple command that ends `node` (the one a trailing redirection's words belong to), or None."""
+    while node is not None:
+        if node.type == "command":
+            return node
+        if node.type == "redirected_statement":
+            node = node.child_by_field_name("body")
+        elif node.type in ("list", "pipeline", "negated_command"):
+            children = [c for c in node.named_children if c.type != "comment"]
+            node = children[-1] if children else None
+        else:
+            return None
+    return None
+
+
+def _shape(node: Any) -> str:
+    """A word's text with its quoting removed and every expansion replaced by NUL."""
+    kind = node.type
+    if kind in ("word", "number"):
+        return _unescape(_text(node))
+    if kind in ("raw_string", "string_content"):
+        return _text(node)[1:-1] if kind == "raw_string" else _text(node)
+    if kind in ("string", "concatenation"):
+        return "".join(_shape(c) for c in node.children if c.is_named)
+    return "\0"
+
+
+def _shape_names_git_dir(node: Any) -> bool:
+    """Does a word that is not literal still name a `.git` directory in its literal parts (`$PWD/.git`,
+    `"$EMPTY".git`)?"""
+    return exec_policy.names_git_dir(_shape(node).replace("\0", ""))  # an expansion may be empty
 
 
 def _plain_expansion(node: Any) -> bool:
@@ -513,6 +497,19 @@ def _plain_expansion(node: Any) -> bool:
 
 _GLOB = set("*?[")
 _WORD_SPECIAL = set("{}~")
+_BRACES = set("{}")
+
+
+def _unescaped(text: str) -> set[str]:
+    """The characters of `text` that are not escaped by a backslash."""
+    found, i = set(), 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        found.add(text[i])
+        i += 1
+    return found
 
 
 def _unescape(raw: str, escapable: str | None = None) -> str:
@@ -536,14 +533,15 @@ def _literal(node: Any, *, command_name: bool = False) -> str | None:
     kind = node.type
     text = _text(node)
     if kind == "word":
-        unquoted_specials = {c for i, c in enumerate(text) if c in (_GLOB | _WORD_SPECIAL) and (i == 0 or text[i - 1] != "\\")}
+        unquoted_specials = _unescaped(text) & (_GLOB | _WORD_SPECIAL)
         if unquoted_specials & _GLOB and command_name:
             return None
         if command_name and (unquoted_specials & _WORD_SPECIAL):
             return None
         if command_name and "\\" in text:
             return None  # `\rm`, `r\m`: spelled to slip past matching
-        return _unescape(text)
+        value = _unescape(text)
+        return Pattern(value) if unquoted_specials & (_GLOB | _BRACES) else value
     if kind == "number":
         return text
     if kind == "raw_string":
@@ -558,6 +556,9 @@ def _literal(node: Any, *, command_name: bool = False) -> str | None:
         if command_name:
             return None
         parts = [_literal(c) for c in node.children]
-        return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
+        if any(p is None for p in parts):
+            return None
+        joined = "".join(p for p in parts if p is not None)
+        return Pattern(joined) if any(isinstance(p, Pattern) for p in parts) else joined
     return None
 

@@ -1,11 +1,12 @@
 """The git class against real git, one defence at a time: the hardened environment on its own.
 
-Every test here runs the tool WITHOUT an allowlist, so the argument policy is out of the way: the repository
+Every test here runs the tool under `--allow-command sh` with the command in a script file (`sh FILE`), so
+the argument policy cannot see the git command and the environment is the hardened one: the repository
 configuration, hooks or caller environment are planted directly (as if the model had found a way to write
-them), and the only thing between them and a command running is `hardened_env.harden`. The marker file
-must never appear. `test_pins_take_effect` checks each pinned key against a repository-level value of the
-same key; keys that cannot be pinned (diff.external, alias.*, filter drivers) are kept out of reach by the
-argument policy, which test_shell_allowlist.py drives.
+them), and the only thing between them and a command running is `hardened_env.neutralise`. The marker file
+must never appear. Each pinned key is checked against a repository-level value of the same key; keys that
+cannot be pinned (diff.external, alias.*, filter drivers) are kept out of reach by the argument policy,
+which test_shell_allowlist.py drives. Without an allowlist the environment is the operator's own.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from coretools.server import hardened_env
-from coretools.server.hardened_env import harden
+from coretools.server.hardened_env import for_allowlist, harden, neutralise
 from support import call_tool, text_of
 
 pytestmark = pytest.mark.anyio
@@ -70,8 +71,11 @@ def identity(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(f"GIT_{name}_EMAIL", "operator@example.invalid")
 
 
-async def shell(root: Path, command: str, *flags: str, **args):
-    result = await call_tool(root, "run_shell_command", {"command": command, **args}, *flags)
+async def shell(root: Path, command: str, **args):
+    """Run `command` where the policy cannot see it, under an allowlist (so in the hardened environment)."""
+    script = root.parent / "script.sh"
+    script.write_text(command + "\n")
+    result = await call_tool(root, "run_shell_command", {"command": f"sh {script}", **args}, "--allow-command", "sh")
     return result, text_of(result)
 
 
@@ -266,7 +270,7 @@ async def test_caller_programs_are_dropped(repo: Path, marker: Path, monkeypatch
 
 
 def hardened_git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = harden({k: v for k, v in os.environ.items() if not k.startswith("GIT_")})
+    env = neutralise({k: v for k, v in os.environ.items() if not k.startswith("GIT_")})
     return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
 
@@ -285,14 +289,14 @@ def test_alternate_refs_command_pin(repo: Path, marker: Path, tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
 
 
-def test_harden_removes_caller_git_variables_and_sets_the_pins() -> None:
-    env = harden({"PATH": "/usr/bin", "GIT_DIR": "x", "GIT_WORK_TREE": "x", "GIT_EXEC_PATH": "x",
-                  "GIT_CONFIG": "x", "GIT_CONFIG_PARAMETERS": "x", "GIT_CONFIG_KEY_7": "x",
+def test_neutralise_removes_caller_git_variables_and_sets_the_pins() -> None:
+    env = neutralise({"PATH": "/usr/bin", "GIT_DIR": "x", "GIT_WORK_TREE": "x", "GIT_EXEC_PATH": "x",
+                  "GIT_CONFIG": "x", "GIT_CONFIG_PARAMETERS": "x", "GIT_CONFIG_KEY_99": "x",
                   "GIT_SSH_COMMAND": "x", "GIT_EXTERNAL_DIFF": "x", "GIT_ASKPASS": "x", "GIT_INDEX_FILE": "x",
                   "GIT_OBJECT_DIRECTORY": "x", "GIT_TEMPLATE_DIR": "x", "GIT_ALLOW_PROTOCOL": "https:ext:ssh",
                   "GIT_AUTHOR_NAME": "Kept", "PAGER": "less", "GIT_PAGER": "less"})  # fmt: skip
     for gone in ("GIT_DIR", "GIT_WORK_TREE", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
-                 "GIT_CONFIG_KEY_7", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_INDEX_FILE",
+                 "GIT_CONFIG_KEY_99", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_INDEX_FILE",
                  "GIT_OBJECT_DIRECTORY", "GIT_TEMPLATE_DIR"):  # fmt: skip
         assert gone not in env, gone
     assert env["GIT_ALLOW_PROTOCOL"] == "https:ssh"
@@ -309,10 +313,26 @@ def test_harden_removes_caller_git_variables_and_sets_the_pins() -> None:
         assert key in pins, key
 
 
-def test_harden_is_idempotent() -> None:
-    once = harden({"PATH": "/usr/bin", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "b", "GIT_COMMITTER_NAME": "a",
-                   "GIT_COMMITTER_EMAIL": "b"})  # fmt: skip
-    assert harden(dict(once)) == once
+def test_neutralise_is_idempotent() -> None:
+    once = neutralise({"PATH": "/usr/bin", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "b", "GIT_COMMITTER_NAME": "a",
+                       "GIT_COMMITTER_EMAIL": "b"})  # fmt: skip
+    assert neutralise(dict(once)) == once
+
+
+def test_harden_applies_only_under_an_allowlist() -> None:
+    env = {"PATH": "/usr/bin", "GIT_DIR": "x", "GIT_AUTHOR_NAME": "a"}
+    assert harden(dict(env)) == env
+    with for_allowlist():
+        assert harden(dict(env)) == neutralise(dict(env))
+        with for_allowlist(False):
+            assert harden(dict(env)) == env
+    assert harden(dict(env)) == env
+
+
+async def test_without_an_allowlist_the_environment_is_the_operators(repo: Path, marker: Path, identity: None) -> None:
+    executable(repo / ".git" / "hooks" / "pre-commit", f"#!/bin/sh\ntouch {marker}\n")
+    result = await call_tool(repo, "run_shell_command", {"command": "git commit -q --allow-empty -m x"})
+    assert marker.exists(), text_of(result)
 
 
 # -- the operator's identity -------------------------------------------------------------------------------
@@ -334,10 +354,10 @@ def test_operator_identity_is_read_from_the_normal_environment(tmp_path: Path, m
     for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME",
                  "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "XDG_CONFIG_HOME"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
-    env = harden({"PATH": os.environ["PATH"]})
+    env = neutralise({"PATH": os.environ["PATH"]})
     assert env["GIT_AUTHOR_NAME"] == env["GIT_COMMITTER_NAME"] == "Op Erator"
     assert env["GIT_AUTHOR_EMAIL"] == env["GIT_COMMITTER_EMAIL"] == "op@example.invalid"
-    assert harden({"PATH": "/usr/bin", "GIT_AUTHOR_NAME": "Mine"})["GIT_AUTHOR_NAME"] == "Mine"
+    assert neutralise({"PATH": "/usr/bin", "GIT_AUTHOR_NAME": "Mine"})["GIT_AUTHOR_NAME"] == "Mine"
 
 
 async def test_commit_works_with_the_identity_from_the_server_environment(
@@ -351,7 +371,8 @@ async def test_commit_works_with_the_identity_from_the_server_environment(
         monkeypatch.setenv(f"GIT_{who}_NAME", "Server Identity")
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "server@example.invalid")
     (repo / "g").write_text("new file\n")
-    result, text = await shell(repo, "git add g && git commit -q -m x && git log -1 --format=%an", "--allow-command",
-                               "git")  # fmt: skip
+    command = "git add g && git commit -q -m x && git log -1 --format=%an"
+    result = await call_tool(repo, "run_shell_command", {"command": command}, "--allow-command", "git")
+    text = text_of(result)
     assert result.structured["exit_code"] == 0, text
     assert result.structured["stdout"] == "Server Identity"

@@ -356,3 +356,32 @@ async def test_exploit_has_no_effect(scene: Scene, exploit: Exploit) -> None:
     config = scene.root / ".git" / "config"
     if config.exists():
         assert "filter" not in config.read_text(), f".git/config was written:\n{shown}"
+
+
+# -- plain use keeps working -------------------------------------------------------------------------------
+
+
+async def test_everyday_commands_work_under_the_allowlist(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo(scene)
+    (scene.root / "f").write_text("hello word\nsecond line\n")
+    (scene.root / "tool.py").write_text("print('x')\n")
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Everyday")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "everyday@example.invalid")
+    flags = ("--allow-command", "git", "--allow-command", "sed", "--allow-command", "find")
+    expected = {
+        "git status --short": " M f\n?? tool.py",
+        "git log -n 5 --format=%s": "one",
+        "git diff --stat": "f | 1 +",
+        "git grep -n word": "f:1:hello word",
+        "sed -n 1,20p f": "hello word\nsecond line",
+        "find . -name '*.py'": "./tool.py",
+        "git add f tool.py && git commit -q -m two && git log -n 5 --format=%s": "two\none",
+        "sed -i s/word/world/ f && git diff --stat": "f | 2 +-",
+    }
+    for command, output in expected.items():
+        result = await call_tool(scene.root, "run_shell_command", {"command": command}, *flags)
+        structured = result.structured
+        assert structured["exit_code"] == 0, text_of(result)
+        assert output in structured["stdout"], (command, structured["stdout"])
+    assert (scene.root / "f").read_text().startswith("hello world")
