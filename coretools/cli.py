@@ -90,6 +90,35 @@ def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="tool calls running at once per client session; 0 for no limit (default: 16)",
     )
+    http.add_argument(
+        "--max-sessions",
+        type=int,
+        default=256,
+        metavar="N",
+        help="HTTP sessions open at once; a new one over the limit gets HTTP 503; 0 for no limit (default: 256)",
+    )
+    http.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="end an HTTP session after this long with no request and no open stream; 0 for never (default: 600)",
+    )
+    http.add_argument(
+        "--max-connections",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="HTTP connections open at once, at most half the descriptor limit; at the limit a new connection "
+        "displaces one that has not sent a request (default: 1024)",
+    )
+    http.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close an HTTP connection that has not sent a complete request within this time (default: 10)",
+    )
 
 
 def build_parser(*, with_client: bool = True) -> argparse.ArgumentParser:

@@ -515,3 +515,75 @@ def test_loopback_and_allowed_hosts() -> None:
     hosts = transport_security(settings).allowed_hosts
     assert {"10.1.2.3", "10.1.2.3:*", "a.example", "a.example:*", "b.example:8443", "[fd00::1]:99"} <= set(hosts)
     assert "b.example:8443:*" not in hosts and "127.0.0.1:*" in hosts
+
+
+# -- units: the connection guard and the HTTP options -----------------------------------------------------
+
+
+def test_rate_limit_filter_counts_what_it_drops() -> None:
+    import logging
+
+    from coretools.server.http_guard import RATE_LIMIT_EXEMPT, RateLimitFilter
+
+    now = [0.0]
+    limiter = RateLimitFilter(interval=10, per_key=2, total=3, clock=lambda: now[0])
+
+    def record(msg: str, **extra: object) -> logging.LogRecord:
+        rec = logging.LogRecord("x", logging.WARNING, __file__, 1, msg, None, None)
+        rec.__dict__.update(extra)
+        return rec
+
+    assert [limiter.filter(record("same")) for _ in range(4)] == [True, True, False, False]
+    assert limiter.filter(record("other")) is True
+    assert limiter.filter(record("third")) is False  # over the total for the window
+    assert limiter.filter(record("summary", **{RATE_LIMIT_EXEMPT: True})) is True
+    assert limiter.take_suppressed() == 3 and limiter.take_suppressed() == 0
+    now[0] = 10.0
+    assert limiter.filter(record("same")) is True  # a new window
+
+
+def test_connection_cap_leaves_half_the_descriptors() -> None:
+    from coretools.server.http_guard import connection_cap, summary_line
+
+    assert connection_cap(1024, 1024) == 512
+    assert connection_cap(100, 1024) == 100
+    assert connection_cap(1024, 65536) == 1024
+    assert connection_cap(1024, 1) == 1
+    empty = dict.fromkeys(["displaced", "refused", "timed_out", "accept_errors", "requests_refused", "sessions_refused"], 0)
+    assert summary_line(empty, 0, 10, 512, 10, 3) is None
+    line = summary_line({**empty, "timed_out": 7}, 2, 10, 512, 10, 3)
+    assert line is not None and "7 closed" in line and "2 repeated log lines suppressed" in line
+
+
+def test_host_and_origin_patterns_need_a_numeric_port() -> None:
+    from coretools.server.http import _allowed
+
+    patterns = ["127.0.0.1:*", "http://localhost:*", "https://app.example"]
+    assert _allowed("127.0.0.1:8765", patterns) and _allowed("http://localhost:3000", patterns)
+    assert _allowed("https://app.example", patterns)
+    assert not any(
+        _allowed(v, patterns)
+        for v in ("127.0.0.1:", "127.0.0.1:80.evil", "http://localhost:1234.evil.example", "null", "https://app.example.evil")
+    )
+
+
+def test_http_limit_options_are_checked(tmp_path: Path) -> None:
+    from coretools.server.http import ConfigurationRefused, settings_from
+    from support import make_config
+
+    (tmp_path / "r").mkdir()
+    defaults = settings_from(make_config([tmp_path / "r"]))
+    assert (defaults.max_sessions, defaults.session_idle_timeout) == (256, 600.0)
+    assert (defaults.max_connections, defaults.read_timeout) == (1024, 10.0)
+    unlimited = settings_from(make_config([tmp_path / "r"], "--max-sessions", "0", "--session-idle-timeout", "0"))
+    assert unlimited.max_sessions is None and unlimited.session_idle_timeout is None
+    for flags in (
+        ["--max-sessions", "-1"],
+        ["--session-idle-timeout", "-5"],
+        ["--max-connections", "0"],
+        ["--read-timeout", "0"],
+        ["--read-timeout", "inf"],
+        ["--allowed-origin", "NULL"],
+    ):
+        with pytest.raises(ConfigurationRefused, match=flags[0]):
+            settings_from(make_config([tmp_path / "r"], *flags))

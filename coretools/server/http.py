@@ -6,9 +6,15 @@ Around it this module adds what a shared daemon needs:
 
 - a safe bind: loopback by default; a non-loopback address is refused without a bearer token unless the
   operator says `--insecure-no-auth`;
-- `--auth-token-env NAME`: every request must carry `Authorization: Bearer <token>` (401 otherwise);
-- DNS-rebinding protection (Host and Origin checks) always on, widened by `--allowed-host` and
-  `--allowed-origin` for real host names;
+- `RequestGate`, in front of everything, for every method and path: DNS-rebinding protection (Host and
+  Origin checks, always on, widened by `--allowed-host` and `--allowed-origin`; `Origin: null` is never
+  trusted), then, with `--auth-token-env NAME`, `Authorization: Bearer <token>` (401 otherwise). A refusal
+  closes its connection;
+- bounded sessions: `--max-sessions` open at once (over it, a 503 whose body names the limit) and
+  `--session-idle-timeout` for the ones a client abandoned;
+- the connection guard (`http_guard`): at most `--max-connections` connections, a new one displacing a
+  stalled one; `--read-timeout` for a complete request; the soft descriptor limit raised; rate-limited
+  logging with one summary line per interval;
 - uvicorn with logs on stderr and a bounded graceful shutdown on SIGINT/SIGTERM.
 
 `serve_http(config)` returns the process exit code: 0 after a clean shutdown, 2 for a configuration that
@@ -19,7 +25,9 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import logging
+import math
 import os
 import signal
 import socket
@@ -35,6 +43,12 @@ logger = logging.getLogger("coretools.http")
 
 EXIT_OK, EXIT_USAGE = 0, 2
 GRACEFUL_SHUTDOWN_SECONDS = 5.0
+KEEP_ALIVE_SECONDS = 5.0
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_READ_TIMEOUT = 10.0
+DEFAULT_MAX_SESSIONS = 256
+DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
+SESSION_RETRY_AFTER_SECONDS = 10
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
@@ -52,6 +66,10 @@ class HttpSettings:
     token: str | None
     allowed_hosts: list[str]
     allowed_origins: list[str]
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS  # None: no limit
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT  # None: sessions never expire
 
     @property
     def loopback(self) -> bool:
@@ -99,6 +117,14 @@ def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -
             "send 'Authorization: Bearer <token>'), bind to 127.0.0.1, or, only on a network you fully trust, "
             "add --insecure-no-auth"
         )
+    allowed_origins = [o.rstrip("/") for o in config.opt("allowed_origin", None) or []]
+    if "null" in (o.lower() for o in allowed_origins):
+        raise ConfigurationRefused(
+            "--allowed-origin null would let any web page in: sandboxed iframes, file:// and data: pages all "
+            "send 'Origin: null'. Allow the real origin of the page instead"
+        )
+    max_sessions = _whole_number(config, "max_sessions", DEFAULT_MAX_SESSIONS, least=0)
+    idle = _seconds(config, "session_idle_timeout", DEFAULT_SESSION_IDLE_TIMEOUT, zero_allowed=True)
     return HttpSettings(
         host=host,
         port=port,
@@ -106,8 +132,33 @@ def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -
         stateless=bool(config.opt("stateless", False)),
         token=token,
         allowed_hosts=list(config.opt("allowed_host", None) or []),
-        allowed_origins=list(config.opt("allowed_origin", None) or []),
+        allowed_origins=allowed_origins,
+        max_connections=_whole_number(config, "max_connections", DEFAULT_MAX_CONNECTIONS, least=1),
+        read_timeout=_seconds(config, "read_timeout", DEFAULT_READ_TIMEOUT, zero_allowed=False),
+        max_sessions=max_sessions or None,  # 0: no limit
+        session_idle_timeout=idle or None,  # 0: sessions never expire
     )
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _whole_number(config: ServerConfig, name: str, default: int, least: int) -> int:
+    value = config.opt(name, default)
+    value = default if value is None else int(value)
+    if value < least:
+        raise ConfigurationRefused(f"{_flag(name)} {value}: use a whole number of at least {least}")
+    return value
+
+
+def _seconds(config: ServerConfig, name: str, default: float, zero_allowed: bool) -> float:
+    value = config.opt(name, default)
+    value = default if value is None else float(value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+        rule = "0 or more" if zero_allowed else "more than 0"
+        raise ConfigurationRefused(f"{_flag(name)} {value:g}: use a number of seconds, {rule}")
+    return value
 
 
 def transport_security(settings: HttpSettings):
@@ -143,32 +194,111 @@ def _has_port(host_entry: str) -> bool:
     return host_entry.count(":") == 1
 
 
-class BearerAuth:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`.
+class RequestGate:
+    """ASGI middleware in front of everything, for every method and path: Host, then Origin, then the token.
 
-    Tokens are compared in constant time. A missing or wrong token gets 401 with a `WWW-Authenticate:
-    Bearer` challenge and a JSON-RPC error body (MCP clients show its message).
+    The SDK checks Host and Origin inside a session's transport, after it has looked the session up, and
+    not at all for other paths; this gate answers every request the same way whatever session, method or
+    path it names. A foreign Host gets 421, a foreign Origin (including `null`) 403. With a token, a
+    missing or wrong one gets 401 with a `WWW-Authenticate: Bearer` challenge; tokens are compared in
+    constant time. Every refusal has a JSON-RPC error body (MCP clients show its message) and closes its
+    connection, so a refused peer keeps nothing open.
     """
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, security: Any, token: str | None, stats: Any = None) -> None:
         self.app = app
-        self._token = token.encode()
+        self._hosts = [h.lower() for h in security.allowed_hosts]
+        self._origins = [o.lower() for o in security.allowed_origins]
+        self._token = token.encode() if token is not None else None
+        self._stats = stats
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        presented = _bearer(scope)
-        if presented is not None and hmac.compare_digest(presented, self._token):
+        refusal = self._refusal(scope)
+        if refusal is None:
             await self.app(scope, receive, send)
             return
+        if self._stats is not None:
+            self._stats.requests_refused += 1
+        status, message, headers = refusal
+        await _send_json_error(send, status, message, [*headers, (b"connection", b"close")])
+
+    def _refusal(self, scope: dict) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        host = _header(scope, b"host")
+        if host is None or not _allowed(host.decode("latin-1").lower(), self._hosts):
+            return 421, "Misdirected request: this server does not answer to that Host (see --allowed-host).", []
+        origin = _header(scope, b"origin")
+        if origin is not None and not _allowed(origin.decode("latin-1").lower(), self._origins):
+            return 403, "Forbidden: requests from this Origin are not accepted (see --allowed-origin).", []
+        if self._token is None:
+            return None
+        presented = _bearer(scope)
+        if presented is not None and hmac.compare_digest(presented, self._token):
+            return None
         if presented is None:
             challenge = 'Bearer realm="coretools"'
             message = "Authentication required: send the header 'Authorization: Bearer <token>'."
         else:
             challenge = 'Bearer realm="coretools", error="invalid_token"'
             message = "Invalid bearer token: check the token configured for this server."
-        await _send_json_error(send, 401, message, [(b"www-authenticate", challenge.encode())])
+        return 401, message, [(b"www-authenticate", challenge.encode())]
+
+
+def _allowed(value: str, patterns: list[str]) -> bool:
+    """`value` equals a pattern, or a pattern ends in `:*` and `value` is its prefix plus a numeric port."""
+    for pattern in patterns:
+        if value == pattern:
+            return True
+        if pattern.endswith(":*"):
+            prefix = pattern[:-1]
+            if value.startswith(prefix) and value[len(prefix) :].isdigit():
+                return True
+    return False
+
+
+class SessionCapNotice:
+    """ASGI middleware: when the SDK refuses a new session at `--max-sessions` (HTTP 503), the answer says
+    which limit was hit, how to free a slot, and when to retry, instead of a bare "Too many open sessions".
+
+    Only session-opening requests (a POST without `Mcp-Session-Id`) are watched; the SDK answers 503 to
+    those for nothing else.
+    """
+
+    def __init__(self, app: Any, path: str, max_sessions: int, idle_timeout: float | None, stats: Any = None) -> None:
+        self.app = app
+        self.path = path.rstrip("/") or "/"
+        self._stats = stats
+        expiry = f"a session unused for {idle_timeout:g} s expires" if idle_timeout else "sessions do not expire"
+        self.message = (
+            f"Too many open sessions: this server allows {max_sessions} at once (--max-sessions {max_sessions}). "
+            f"End sessions you no longer use (HTTP DELETE), or retry later: {expiry} (--session-idle-timeout)."
+        )
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "POST"
+            or (scope.get("path", "").rstrip("/") or "/") != self.path
+            or _header(scope, b"mcp-session-id") is not None
+        ):
+            await self.app(scope, receive, send)
+            return
+        replaced = False
+
+        async def noticing_send(message: dict) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message.get("status") == 503:
+                replaced = True
+                if self._stats is not None:
+                    self._stats.sessions_refused += 1
+                retry = str(SESSION_RETRY_AFTER_SECONDS).encode()
+                await _send_json_error(send, 503, self.message, [(b"retry-after", retry)])
+            elif not replaced:
+                await send(message)
+
+        await self.app(scope, receive, noticing_send)
 
 
 def _bearer(scope: dict) -> bytes | None:
@@ -182,8 +312,6 @@ def _bearer(scope: dict) -> bytes | None:
 
 
 async def _send_json_error(send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]]) -> None:
-    import json
-
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}).encode()
     await send(
         {
@@ -256,8 +384,6 @@ class CancelOnDisconnect:
                         await self._cancel(scope, request_id)
 
     async def _cancel(self, scope: dict, request_id: Any) -> None:
-        import json
-
         logger.info("client disconnected before request %r was answered; cancelling it", request_id)
         body = json.dumps(
             {
@@ -328,8 +454,6 @@ async def _buffer_body(receive: Any, limit: int) -> tuple[bytes | None, Any]:
 
 def _request_ids(body: bytes) -> list[Any]:
     """The ids of the JSON-RPC requests in a POST body (none for notifications, responses or junk)."""
-    import json
-
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -342,23 +466,28 @@ def _request_ids(body: bytes) -> list[Any]:
     ]
 
 
-def build_app(config: ServerConfig, settings: HttpSettings) -> Any:
-    """The ASGI app: the SDK's streamable HTTP app for our server, behind the bearer check if configured."""
+def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -> Any:
+    """The ASGI app: the SDK's streamable HTTP app for our server, with bounded sessions, behind the gate.
+
+    `stats` (a `http_guard.ConnectionStats`) counts refused requests and sessions for the log summary."""
     from coretools.server.app import build_server
 
     server, _ = build_server(config)
+    security = transport_security(settings)
     app: Any = server.streamable_http_app(
         streamable_http_path=settings.path,
         stateless_http=settings.stateless,
         json_response=False,  # SSE responses: progress notifications and server->client requests need them
-        transport_security=transport_security(settings),
+        transport_security=security,
         host=settings.host,
+        max_sessions=settings.max_sessions,
+        session_idle_timeout=settings.session_idle_timeout,
     )
     if not settings.stateless:
         app = CancelOnDisconnect(app, settings.path)
-    if settings.token is not None:
-        app = BearerAuth(app, settings.token)
-    return app
+        if settings.max_sessions is not None:
+            app = SessionCapNotice(app, settings.path, settings.max_sessions, settings.session_idle_timeout, stats)
+    return RequestGate(app, security, settings.token, stats)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -400,18 +529,32 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
 
     import uvicorn
 
+    from coretools.server import http_guard
+
     level = str(config.opt("log_level", "warning") or "warning")
-    app = build_app(config, settings)
+    soft, _ = http_guard.raise_nofile_limit()
+    cap = http_guard.connection_cap(settings.max_connections, soft)
+    if cap < settings.max_connections:
+        logger.info("at most %d connections: half the descriptor limit of %d", cap, soft)
+    log_filter = http_guard.RateLimitFilter() if level != "debug" else None
+    remove_filter = http_guard.install_log_filter(log_filter) if log_filter is not None else (lambda: None)
+    stats = http_guard.ConnectionStats()
+    app = build_app(config, settings, stats)
     uv_config = uvicorn.Config(
         app,
+        http="h11",
+        ws="none",
         log_config=None,  # keep our logging setup: everything on stderr, nothing on stdout
         log_level=level,
         access_log=level == "debug",
         lifespan="on",
+        timeout_keep_alive=min(KEEP_ALIVE_SECONDS, settings.read_timeout),
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         server_header=False,
     )
-    server = uvicorn.Server(uv_config)
+    server = http_guard.GuardedServer(
+        uv_config, sock, cap=cap, read_timeout=settings.read_timeout, stats=stats, log_filter=log_filter
+    )
     port = sock.getsockname()[1]
 
     # uvicorn re-raises the stop signal once it has shut down; with the default SIGTERM action that would kill
@@ -421,7 +564,7 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
     async def main() -> None:
         announce = asyncio.ensure_future(_announce_when_started(server, settings, port))
         try:
-            await server.serve(sockets=[sock])
+            await server.serve()
         finally:
             announce.cancel()
 
@@ -429,6 +572,8 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
         asyncio.run(main())
     except KeyboardInterrupt:
         pass
+    finally:
+        remove_filter()
     if not server.started:
         sys.stderr.write("coretools-mcp: error: the HTTP server failed to start (see the log above)\n")
         return 1
@@ -451,5 +596,8 @@ async def _announce_when_started(server: Any, settings: HttpSettings, port: int)
         )
     mode = "stateless" if settings.stateless else "stateful sessions"
     auth = "bearer token required" if settings.token else "no authentication"
-    sys.stderr.write(f"coretools-mcp: serving MCP over HTTP at {settings.url(port)} ({mode}; {auth})\n")
+    limits = f"at most {server.registry.cap} connections"
+    if not settings.stateless:
+        limits += f", {settings.max_sessions or 'unlimited'} sessions"
+    sys.stderr.write(f"coretools-mcp: serving MCP over HTTP at {settings.url(port)} ({mode}; {auth}; {limits})\n")
     sys.stderr.flush()
