@@ -181,7 +181,8 @@ def test_words_after_a_redirection_of_a_compound_command_are_refused(command: st
 
 
 @pytest.mark.parametrize("command", ["command >/dev/null rm x", "env 2>/dev/null rm x", "nice >/dev/null rm x",
-                                     "xargs >/dev/null rm", ">/dev/null rm x", "timeout 5 >/dev/null rm x"])  # fmt: skip
+                                     "xargs >/dev/null rm", ">/dev/null rm x",
+                                     "timeout 5 >/dev/null rm x"])  # fmt: skip
 def test_denylist_sees_words_after_a_redirection(command: str) -> None:
     with pytest.raises(Refused) as info:
         DENY.check(command)
@@ -281,9 +282,9 @@ TABLE_CASES = [
     ("caffeinate", "caffeinate git -c x=y status", "git -c"),
     ("proxychains", "proxychains git -c x=y status", "git -c"),
     ("torsocks", "torsocks git -c x=y status", "git -c"),
-    *[(name, f"{name} x ls", "cannot check") for name in ("watch", "flock", "strace", "ltrace", "script", "su",
-                                                          "runuser", "chroot", "nsenter", "unshare", "firejail",
-                                                          "parallel", "systemd-run", "at", "batch", "gdb")],  # fmt: skip
+    *[(name, f"{name} x ls", "cannot check") for name in (
+        "watch", "flock", "strace", "ltrace", "script", "su", "runuser", "chroot", "nsenter", "unshare", "firejail",
+        "parallel", "systemd-run", "at", "batch", "gdb")],  # fmt: skip
     ("tar", "tar --to-comm=sh -xf a.tar", "--to-command"),
     ("tar", "tar cIf sh x", "the I and F options"),
     ("tar", "tar -xf a.tar", "extraction"),
@@ -332,7 +333,8 @@ def test_command_carrying_options_are_refused_with_a_denylist(command: str) -> N
         DENY.check(command)
 
 
-EVERYDAY = ["git status", "git log -n 5", "git log --oneline -n 5 --format='%h %s'", "git diff", "git diff --stat HEAD~1",
+EVERYDAY = ["git status", "git log -n 5", "git log --oneline -n 5 --format='%h %s'", "git diff",
+            "git diff --stat HEAD~1",
             "git show HEAD:f", "git grep -n word", "git grep -c word", "git add f", "git add ./*.py", "git commit -m x",
             "git commit -am 'use the -x flag'", "git stash show stash@{0}", "git config --get user.name",
             "git remote -v", "git cherry-pick -x abc", "git merge -s ours x", "git rebase -i HEAD~2", "git log --cc",
@@ -397,6 +399,62 @@ async def test_one_start_up_warning_when_allowed_programs_can_run_programs(root,
         assert warnings_for("--allow-command", "ls", "--allow-command", "cat") == []
         assert warnings_for("--deny-command", "rm") == []
         assert warnings_for() == []
+        from coretools.server.processes import bwrap_problem
+
+        if bwrap_problem() is None:
+            assert warnings_for("--allow-command", "git", "--shell-sandbox", "bwrap") == []
     finally:
         for tool in tools:
             await tool.aclose()
+
+
+# the refusals of the table that no exploit above reaches: each still names its part
+MORE_REFUSALS = [
+    ("git", "git config --get x --add y", "git config --add"),
+    ("git", "git remote --bogus", "git remote --bogus"),
+    ("git", "git bisect visualize", "git bisect visualize"),
+    ("sed", "sed --bogus p f", "`--bogus`"),
+    ("sed", "sed -Z p f", "-Z"),
+    ("sed", "sed 1 f", "without a command"),
+    ("sed", "sed '\\[x[p' f", "delimiter"),
+    ("sed", "sed y f", "`y` command"),
+    ("sed", "sed k f", "command `k`"),
+    ("sed", "sed s f", "delimiter"),
+    ("sed", "sed s/a/b/X f", "flag `X`"),
+    ("sed", "sed s/a f", "not terminated"),
+    ("sed", "sed 's/[a/b/' f", "bracket"),
+    ("sed", "sed s/a/b f", "replacement"),
+    ("awk", "awk '{ x = getline /2/ 1 }'", "division or a regular expression"),
+    ("awk", "awk 'BEGIN { print \"x }'", "string"),
+    ("nice", "nice $X ls", "not literal"),
+    ("timeout", "timeout $T ls", "not literal"),
+    ("env", "env $X ls", "not literal"),
+    ("env", "env -P /tmp ls", "-P"),
+    ("xargs", "xargs $X ls", "not literal"),
+    ("cd", "cd", "without a relative directory"),
+    ("cd", "cd -", "without a relative directory"),
+    ("bash", "bash -c", "needs its script"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("program,command,why", MORE_REFUSALS)
+def test_more_refusals_name_the_part(program: str, command: str, why: str) -> None:
+    with pytest.raises(Refused) as info:
+        ShellPolicy.from_prefixes([program, "ls"], []).check(command)
+    assert why in info.value.message
+
+
+def test_denylist_refusals_that_depend_on_unknown_words() -> None:
+    with pytest.raises(Refused, match="cannot tell whether"):
+        ShellPolicy.from_prefixes([], ["git push"]).check("git $x origin")
+    with pytest.raises(Refused, match="eval of a string"):
+        DENY.check("eval $x")
+    with pytest.raises(Refused, match="closing"):
+        DENY.check("find . -exec rm x")
+
+
+def test_a_directory_to_write_inside_dot_git_is_refused_by_the_entry_itself() -> None:
+    from coretools.tools.exec_policy import ArgumentRefused, check
+
+    with pytest.raises(ArgumentRefused, match="inside a .git directory"):
+        check("git", ["git", "-C", ".git", "status"], True)

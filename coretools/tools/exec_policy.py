@@ -120,6 +120,15 @@ def _short(word: str) -> str:
     return ""
 
 
+def _letters(word: str, valued: str) -> str:
+    """The option letters of a short cluster, up to the first one that takes the rest as its value."""
+    letters = _short(word)
+    for index, letter in enumerate(letters):
+        if letter in valued:
+            return letters[: index + 1]
+    return letters
+
+
 def _abbreviates(given: str, names: Iterable[str], exact: frozenset[str] = frozenset()) -> str | None:
     """The refused long option `given` spells or abbreviates (getopt and git accept unique prefixes)."""
     if given in exact:
@@ -153,7 +162,8 @@ def _is_git_dir(component: str, pattern: bool) -> bool:
     lowered = component.lower()
     if lowered.rstrip(". ") == ".git":
         return True
-    return pattern and lowered.startswith(".") and any(c in lowered for c in "*?[") and fnmatch.fnmatchcase(".git", lowered)
+    globbed = pattern and lowered.startswith(".") and any(c in lowered for c in "*?[")
+    return globbed and fnmatch.fnmatchcase(".git", lowered)
 
 
 def names_git_dir(word: str) -> bool:
@@ -208,6 +218,9 @@ GIT_INLINE_LONG = ("upload-pack", "receive-pack", "exec", "extcmd", "tool", "ope
 # real options that are also prefixes of a refused name (git takes an exact match over an abbreviation)
 GIT_EXACT = frozenset({"cc", "to", "index", "commit", "tag"})
 GIT_INLINE_SHORT = {"grep": "O", "rebase": "x", "clone": "cu", "difftool": "xt"}
+# short options that take the rest of their cluster (or the next word) as their value
+GIT_VALUED_SHORT = {"grep": "efABCmO", "rebase": "xXsSC", "clone": "cuboj", "difftool": "xt", "merge": "sXmFS",
+                    "pull": "sXSo"}  # fmt: skip
 GIT_INLINE_SUBCOMMANDS = {"bisect": "run", "submodule": "foreach"}
 GIT_STRATEGIES = frozenset({"ort", "recursive", "resolve", "octopus", "ours", "subtree"})
 
@@ -217,7 +230,6 @@ class GitRule:
     """What one built-in subcommand may not be given with an allowlist (beyond the refusals for all)."""
 
     long: tuple[str, ...] = ()
-    short: str = ""
     check: Callable[[list[str]], None] | None = None
 
 
@@ -306,7 +318,6 @@ GIT_SUBCOMMANDS: dict[str, GitRule] = {
     "remote": GitRule(check=_git_remote_read_only),
     "bisect": GitRule(check=_git_bisect),
 }
-GIT_FETCHING = frozenset({"fetch", "pull"})
 GIT_STRATEGY_USERS = frozenset({"merge", "pull", "rebase", "cherry-pick", "revert"})
 
 
@@ -342,6 +353,7 @@ def _git_inline(subcommand: str, rest: list[str]) -> None:
     if inline and rest[:1] == [inline]:
         raise _refuse(f"git {subcommand} {inline} runs a command and is refused by the shell policy")
     letters = GIT_INLINE_SHORT.get(subcommand, "")
+    valued = GIT_VALUED_SHORT.get(subcommand, "")
     for word in rest:
         given = _long(word)
         refused = _abbreviates(given, GIT_INLINE_LONG, GIT_EXACT) if given is not None else None
@@ -350,7 +362,7 @@ def _git_inline(subcommand: str, rest: list[str]) -> None:
         if refused:
             raise _refuse(f"git {subcommand} --{refused} can run arbitrary commands and is refused by the shell "
                           f"policy (`{word}`)")  # fmt: skip
-        hit = next((c for c in _short(word) if c in letters), None)
+        hit = next((c for c in _letters(word, valued) if c in letters), None)
         if hit:
             raise _refuse(f"git {subcommand} -{hit} can run arbitrary commands and is refused by the shell policy "
                           f"(`{word}`)")  # fmt: skip
@@ -366,9 +378,6 @@ def _git_strict(subcommand: str, rest: list[str]) -> None:
         refused = _abbreviates(given, ("output", *rule.long), GIT_EXACT) if given is not None else None
         if refused:
             raise _refuse(f"git {subcommand} --{refused} is refused {STRICT} (`{word}`)")
-        hit = next((c for c in _short(word) if c in rule.short), None)
-        if hit:
-            raise _refuse(f"git {subcommand} -{hit} is refused {STRICT} (`{word}`)")
     if subcommand in GIT_STRATEGY_USERS:
         _git_strategies(subcommand, rest)
     if rule.check is not None:
@@ -381,7 +390,7 @@ def _git_strategies(subcommand: str, rest: list[str]) -> None:
         given = _long(word)
         if given is not None and given and "strategy".startswith(given):
             value = word.split("=", 1)[1] if "=" in word else (rest[index + 1] if index + 1 < len(rest) else "")
-        elif "s" in _short(word) and subcommand in ("merge", "pull", "rebase"):
+        elif subcommand in ("merge", "pull", "rebase") and _letters(word, GIT_VALUED_SHORT[subcommand]).endswith("s"):
             value = _cluster_value(list(rest), index, "s") or ""
         else:
             continue
@@ -460,7 +469,8 @@ def _sed_option(option: str, value: str | None, scripts: list[str]) -> bool:
     if option == "expression":
         scripts.append(value or "")
     elif option == "file":
-        raise _refuse(f"sed -f reads its script from a file the shell policy cannot see; pass the script with -e {STRICT}")
+        raise _refuse(f"sed -f reads its script from a file the shell policy cannot see; pass the script with -e "
+                      f"{STRICT}")  # fmt: skip
     elif option == "follow-symlinks":
         raise _refuse(f"sed --follow-symlinks is refused {STRICT} (an in-place edit would write where a link points)")
     elif option == "in-place":
@@ -659,7 +669,8 @@ def _line_end(script: str, i: int) -> int:
 # -- awk -----------------------------------------------------------------------------------------------------
 
 AWK_NOT_OPERANDS = frozenset({"print", "printf", "return", "case", "in", "do", "else", "BEGIN", "END", "getline",
-                              "delete", "exit", "next", "nextfile", "function", "func", "if", "while", "for"})  # fmt: skip
+                              "delete", "exit", "next", "nextfile", "function", "func", "if", "while",
+                              "for"})  # fmt: skip
 
 
 def _awk(name: str, args: list[Word], strict: bool) -> list[Launch]:
@@ -693,13 +704,16 @@ def _awk_program(name: str, program: str) -> None:
     A `/` is a regular expression where an operand is expected and a division after one, as in gawk and
     mawk; where that depends on the grammar (after `getline`, `$`, `++`, `--`) it is refused."""
     i, n = 0, len(program)
-    prev = "start"  # kind of the previous token: operand, keyword, header, ambiguous or other
+    prev = "start"  # the previous token: operand, keyword, getline, if/while/for, ambiguous or other
     parens: list[bool] = []  # per open parenthesis: does it hold an if/while/for condition?
     print_depth: int | None = None
     while i < n:
         c = program[i]
-        if c.isspace() and c != "\n":
-            i += 1
+        if program[i : i + 2] == "\\\n" or (c.isspace() and c != "\n"):
+            i += 2 if c == "\\" else 1  # a backslash before a newline continues the line
+            continue
+        if c == "\n":
+            i, prev = i + 1, "other"  # ends a statement, so a / after it starts a regular expression
             continue
         if c == "#":
             i = _line_end(program, i)
@@ -708,7 +722,7 @@ def _awk_program(name: str, program: str) -> None:
             i, prev = _awk_string_end(name, program, i), "operand"
             continue
         if c == "/" and prev != "operand":
-            if prev == "ambiguous":
+            if prev in ("ambiguous", "getline"):
                 raise _refuse(f"{name}: a / here could be a division or a regular expression; rewrite it")
             i, prev = _awk_regex_end(name, program, i), "operand"
             continue
@@ -740,8 +754,8 @@ def _awk_program(name: str, program: str) -> None:
         if c == ">" and print_depth is not None and len(parens) == print_depth:
             raise _refuse(f"{name} print/printf output redirection (`>`) writes to a file and is refused {STRICT}; "
                           "put a comparison inside print in parentheses")  # fmt: skip
-        if c in ";}\n" and print_depth is not None and len(parens) <= print_depth:
-            print_depth = None
+        if c in ";}" and print_depth is not None and len(parens) <= print_depth:
+            print_depth = None  # a newline may continue a print (after `,`, `&&`...), so only ; and } end it
         if program[i : i + 2] in ("++", "--"):
             i, prev = i + 2, "ambiguous"
             continue
@@ -752,7 +766,7 @@ def _awk_program(name: str, program: str) -> None:
             prev = "other" if (parens.pop() if parens else False) else "operand"
         elif c == "]":
             prev = "operand"
-        elif c == "$" or prev == "getline":
+        elif c == "$":
             prev = "ambiguous"
         else:
             prev = "other"
@@ -885,11 +899,9 @@ def _launcher(name: str, args: list[Word], strict: bool) -> list[Launch]:
             i += 2
         else:
             i += 1  # a flag, `-n5`, `--signal=KILL`, or a number such as `nice -5`
-    rest = args[i:]
+    rest = args[i:]  # its first word was checked above; a positional word (timeout's duration) is a number
     if len(rest) < positional:
         return []
-    if any(w is None for w in rest[:positional]):
-        raise _not_literal(name)
     inner = rest[positional:]
     return [Launch(inner, clean_env=clean)] if inner else []
 
@@ -974,7 +986,8 @@ def _xargs(name: str, args: list[Word], strict: bool) -> list[Launch]:
             break
         option = word.split("=", 1)[0]
         if strict and option.startswith("--p") and "--process-slot-var".startswith(option):
-            raise _refuse(f"xargs --process-slot-var sets an environment variable of the command and is refused {STRICT}")
+            raise _refuse(f"xargs --process-slot-var sets an environment variable of the command and is refused "
+                          f"{STRICT}")  # fmt: skip
         if word == "-I":
             replace = (args[i + 1] if i + 1 < len(args) else None) or "{}"
         elif word.startswith(("-I", "-i")):
@@ -1001,13 +1014,12 @@ def _opaque(name: str, args: list[Word], strict: bool) -> list[Launch]:
 
 @dataclass(frozen=True)
 class Options:
-    """Options of one program that carry a command (refused always) or that the strict level refuses."""
+    """A program's options that carry a command: long names (abbreviations count) and short letters; `valued`
+    are the short options that take the rest of their cluster as a value; `extra` checks the rest."""
 
-    inline_long: tuple[str, ...] = ()
-    inline_short: str = ""
-    strict_long: tuple[str, ...] = ()
-    strict_short: str = ""
-    exact: frozenset[str] = frozenset()
+    long: tuple[str, ...] = ()
+    short: str = ""
+    valued: str = ""
     extra: Callable[[str, list[str], bool], None] | None = None
 
 
@@ -1016,17 +1028,14 @@ def _options(spec: Options) -> Entry:
         if strict:
             _literal_args(name, args)
         words = [w for w in args if w is not None]
-        levels = [(spec.inline_long, spec.inline_short, "by the shell policy")]
-        if strict:
-            levels.append((spec.strict_long, spec.strict_short, STRICT))
         for word in words:
             given = _long(word)
-            for names, letters, level in levels:
-                refused = _abbreviates(given, names, spec.exact) if given is not None else None
-                hit = next((c for c in _short(word) if c in letters), None)
-                if refused or hit:
-                    part = f"--{refused}" if refused else f"-{hit}"
-                    raise _refuse(f"{name} {part} can run commands or write files and is refused {level} (`{word}`)")
+            refused = _abbreviates(given, spec.long) if given is not None else None
+            hit = next((c for c in _letters(word, spec.valued) if c in spec.short), None)
+            if refused or hit:
+                part = f"--{refused}" if refused else f"-{hit}"
+                raise _refuse(f"{name} {part} can run commands or write files and is refused by the shell policy "
+                              f"(`{word}`)")  # fmt: skip
         if spec.extra is not None:
             spec.extra(name, words, strict)
         return []
@@ -1098,19 +1107,20 @@ TABLE: dict[str, Entry] = {
     **{name: _launcher for name in LAUNCHERS},
     **{name: _opaque for name in ("watch", "flock", "strace", "ltrace", "script", "su", "runuser", "chroot", "nsenter",
                                   "unshare", "firejail", "parallel", "systemd-run", "at", "batch", "gdb")},  # fmt: skip
-    "tar": _options(Options(inline_long=("checkpoint-action", "to-command", "use-compress-program", "info-script",
-                                         "new-volume-script", "rsh-command", "rmt-command"),
-                            inline_short="IF", extra=_tar_extra)),  # fmt: skip
-    "rsync": _options(Options(inline_long=("rsh", "rsync-path"), inline_short="e")),
-    "zip": _options(Options(inline_long=("unzip-command",), inline_short="T")),
-    "less": _options(Options(inline_long=("log-file", "LOG-FILE", "lesskey-file", "lesskey-src", "lesskey-content"),
-                             inline_short="oOk", extra=_less_extra)),  # fmt: skip
-    "sort": _options(Options(inline_long=("compress-program",))),
-    "ssh": _options(Options(inline_short="F", extra=_ssh_extra)),
-    "scp": _options(Options(inline_short="SF", extra=_ssh_extra)),
-    "sftp": _options(Options(inline_short="SFD", extra=_ssh_extra)),
-    "man": _options(Options(inline_long=("pager", "html", "config-file", "local-file"), inline_short="PHCl")),
-    "sdiff": _options(Options(inline_long=("diff-program",))),
+    "tar": _options(Options(long=("checkpoint-action", "to-command", "use-compress-program", "info-script",
+                                  "new-volume-script", "rsh-command", "rmt-command"),
+                            short="IF", valued="bCfFgHIKLNTVX", extra=_tar_extra)),  # fmt: skip
+    "rsync": _options(Options(long=("rsh", "rsync-path"), short="e", valued="efBTM")),
+    "zip": _options(Options(long=("unzip-command",), short="T", valued="bntP")),
+    "less": _options(Options(long=("log-file", "LOG-FILE", "lesskey-file", "lesskey-src", "lesskey-content"),
+                             short="oOk", valued="bhjkoOpPtTxyz", extra=_less_extra)),  # fmt: skip
+    "sort": _options(Options(long=("compress-program",))),
+    "ssh": _options(Options(short="F", valued="bcDEeFIiJLlmOopQRSWw", extra=_ssh_extra)),
+    "scp": _options(Options(short="SF", valued="cFiJloPSX", extra=_ssh_extra)),
+    "sftp": _options(Options(short="SFD", valued="BbcDFiJlPRSs", extra=_ssh_extra)),
+    "man": _options(Options(long=("pager", "html", "config-file", "local-file"), short="PHCl",
+                            valued="CELmMpPrRsSTeH")),  # fmt: skip
+    "sdiff": _options(Options(long=("diff-program",))),
     "cd": _directory,
     "pushd": _directory,
 }

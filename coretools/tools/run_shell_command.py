@@ -2,7 +2,10 @@
 
 The process rules (own process group, stdin from /dev/null, scrubbed environment, timeouts, output cap,
 kill and reap, registry of what is left running) are in `process.py`; the allow/deny lists in
-`shell_policy.py`. This module checks the call, picks the directory and formats what the model reads.
+`shell_policy.py`, with the argument policy of programs that can run programs in `exec_policy.py`. Under an
+allowlist the command's environment is hardened (`hardened_env.py`: git ignores system and global
+configuration, hooks, fsmonitor, pagers and local transports). This module checks the call, picks the
+directory and formats what the model reads.
 
 Working directory and races: `directory` is resolved through the workspace gateway (`locate` +
 `open_node`, which must give a directory inside a root), and the child changes into *that open
@@ -94,7 +97,9 @@ class RunShellCommand(Tool):
             default=[],
             metavar="PREFIX",
             help="allow only shell commands starting with these words (repeatable; every sub-command of a "
-            "pipeline or list must match; substitutions, eval, arithmetic and redirections to files are refused)",
+            "pipeline or list must match; substitutions, eval, arithmetic and redirections to files are refused; "
+            "programs that can run programs, such as git, sed or find, are held to an argument policy and git runs "
+            "with hardened configuration)",
         )
         parser.add_argument(
             "--deny-command",
@@ -206,8 +211,9 @@ class RunShellCommand(Tool):
                 )
             root_path = ws.roots[node.root].path
             cwd = os.path.join(root_path, node.rel) if node.rel else root_path
+            roots = [r.path for r in ws.roots]
             with for_allowlist(bool(self.policy.allow)):
-                spec = self.settings.spec(self.runner, ["bash", "-c", command], cwd=cwd, roots=[r.path for r in ws.roots])
+                spec = self.settings.spec(self.runner, ["bash", "-c", command], cwd=cwd, roots=roots)
             sent = 0
 
             async def live(text: str) -> None:

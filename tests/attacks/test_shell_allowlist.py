@@ -110,8 +110,8 @@ def bare_written(s: Scene) -> None:
     for sub in ("objects", "refs/heads"):
         (evil / sub).mkdir(parents=True)
     (evil / "HEAD").write_text("ref: refs/heads/main\n")
-    (evil / "config").write_text(f"[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
-                                 f"\tfsmonitor = touch {s.marker}; false\n[alias]\n\tx = !touch {s.marker}\n")  # fmt: skip
+    (evil / "config").write_text(f"[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tfsmonitor = touch "
+                                 f"{s.marker}; false\n[alias]\n\tx = !touch {s.marker}\n")  # fmt: skip
 
 
 def hooked_bare(s: Scene) -> None:
