@@ -56,6 +56,16 @@ def _common_parser() -> argparse.ArgumentParser:
         help="also send each result's fields as MCP structuredContent (off by default: Claude Code and VS Code "
         "then show the model those fields instead of the answer's text)",
     )
+    common.add_argument(
+        "--call-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="wall-clock limit of every tool call: a call still running then is stopped (the processes it started "
+        "are killed) and answered with an error naming this limit. A tool's own limit (--shell-timeout, "
+        "--search-timeout, --web-fetch-timeout) still applies, and the smaller one ends the call; 0 disables "
+        "(default: 600, Gemini CLI's timeout for an MCP tool call)",
+    )
     tools = common.add_argument_group("tool options")
     add_tool_arguments(tools)  # type: ignore[arg-type]
     return common

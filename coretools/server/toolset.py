@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp import types
 
 from coretools.errors import ToolError
@@ -21,6 +22,18 @@ from coretools.tools.base import ServerConfig, Tool, ToolContext, ToolResult
 
 logger = logging.getLogger("coretools")
 MAX_ERROR_CHARS = 20_000
+DEFAULT_CALL_TIMEOUT = 600.0
+CALL_TIMEOUT_KIND = "call_timeout"
+# How to make a call of each tool do less, for the message of a call stopped by --call-timeout.
+NARROWING = {
+    "run_shell_command": "run a shorter command, or start a long one in the background with its output "
+    "redirected to a file (`cmd > out.log 2>&1 &`) and read that file in a later call",
+    "search_file_content": "search a smaller directory (`path`) or fewer files (`include`)",
+    "glob": "use a more specific pattern or search a smaller directory",
+    "read_many_files": "name fewer files, or narrower patterns",
+    "web_fetch": "fetch fewer URLs per call",
+    "list_directory": "list a smaller directory",
+}
 
 
 def _clip(message: str) -> str:
@@ -29,6 +42,16 @@ def _clip(message: str) -> str:
         return message
     half = MAX_ERROR_CHARS // 2
     return f"{message[:half]}\n... [{len(message) - 2 * half} characters of this error message omitted] ...\n{message[-half:]}"
+
+
+def _timeout_message(name: str, seconds: float) -> str:
+    unit = "second" if seconds == 1 else "seconds"
+    how = NARROWING.get(name, "ask for less in one call")
+    return (
+        f"{name} was stopped after {seconds:g} {unit}, the most one tool call may take on this server (server "
+        "option --call-timeout). What the call had started was ended and its partial results are lost. Narrow "
+        f"the call so that it finishes sooner: {how}."
+    )
 
 
 def tool_classes() -> list[type[Tool]]:
@@ -104,13 +127,33 @@ class ToolSet:
             except Exception:  # noqa: BLE001 - shutting down: log and carry on with the others
                 logger.exception("closing tool %s failed", published.tool.name)
 
+    def call_timeout(self) -> float | None:
+        """The wall-clock limit of one call in seconds (`--call-timeout`), or None for no limit."""
+        value = self.config.opt("call_timeout", DEFAULT_CALL_TIMEOUT)
+        return float(value) if value is not None and value > 0 else None
+
     async def call(self, name: str, arguments: Any, ctx: ToolContext) -> ToolResult:
-        """Validate and run one call. Never raises for a tool failure; cancellation propagates."""
+        """Validate and run one call within `--call-timeout`. Never raises for a tool failure; cancellation
+        from outside propagates.
+
+        On expiry the tool is cancelled: the process groups it started are killed by the process runner's
+        cancellation handling, and work it runs in threads stops at its next cancellation check (threads
+        cannot be killed, so the tools keep such work bounded)."""
         published = self._tools[name]
         args, problems = published.validator.validate(arguments)
         if problems:
             lines = "\n".join(f"- {p}" for p in problems)
             return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", "invalid_tool_params")
+        limit = self.call_timeout()
+        result: ToolResult | None = None
+        with anyio.move_on_after(limit) as scope:
+            result = await self._run(published, name, args, ctx)
+        if result is None or scope.cancelled_caught:
+            logger.warning("call to %s stopped after %g s (--call-timeout)", name, limit)
+            return ToolResult.error(_timeout_message(name, limit or 0.0), CALL_TIMEOUT_KIND)
+        return result
+
+    async def _run(self, published: Published, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
             return await published.tool.run(args, ctx)
         except ToolError as exc:

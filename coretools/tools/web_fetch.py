@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -22,11 +22,15 @@ from coretools.tools.base import Tool, ToolContext, ToolResult
 
 MAX_URLS = 20
 DEFAULT_TIMEOUT = 10.0
-MAX_BODY_BYTES = 10 * 1024 * 1024
+MAX_BODY_BYTES = 10 * 1024 * 1024  # per URL
+# Response bytes read in one call, shared equally by its URLs (`--web-fetch-max-bytes`): one or two URLs get the
+# whole per-URL cap, twenty get 1 MiB each, so one call never holds twenty 10 MB bodies at once.
+DEFAULT_CALL_BYTES = 20 * 1024 * 1024
 MAX_REDIRECTS = 5
 TEXT_BUDGET = 100_000
 # HTML converted per call, shared by its pages (after dropping scripts, styles and comments): conversion costs
-# about 2.5 s per million characters, and a million characters of HTML is far more than the text budget.
+# about 2.5 s and 120 MB per million characters, and a million characters of HTML is far more than the text
+# budget. A call converts its pages one at a time.
 HTML_CONVERT_CHARS = 1_000_000
 MIN_HTML_CONVERT_CHARS = 200_000
 ERROR_BODY_CHARS = 2_000  # how much of a 4xx/5xx page is shown
@@ -146,33 +150,10 @@ def decode_body(body: bytes, content_type: str, html: bool) -> str:
 def html_to_markdown(html: str, base_url: str, limit: int = HTML_CONVERT_CHARS) -> tuple[str, str]:
     """(title, markdown). Scripts, styles and other non-content elements are dropped, links are made
     absolute, inline data images are reduced to their alt text; only the first `limit` characters of what
-    remains are converted."""
-    from urllib.parse import urljoin
+    remains are converted. Linear in the page, whatever it contains (see `html_markdown`)."""
+    from coretools.tools import html_markdown
 
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
-
-    html = re.sub(r"(?is)<(script|style|noscript|template)\b.*?</\1\s*>|<!--.*?-->", "", html)
-    clipped = len(html) > limit
-    soup = BeautifulSoup(html[:limit], "html.parser")
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    for tag in soup(["head", "script", "style", "noscript", "template", "svg", "iframe", "canvas"]):
-        tag.decompose()
-    for a in soup.find_all("a", href=True):
-        if not a["href"].lower().startswith(("javascript:", "data:")):
-            a["href"] = urljoin(base_url, a["href"])
-    for img in soup.find_all("img"):
-        src = img.get("src", "")
-        if not src or src.lower().startswith("data:"):
-            img.replace_with(img.get("alt", ""))
-        else:
-            img["src"] = urljoin(base_url, src)
-    text = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
-    text = re.sub(r"\n[ \t]+\n", "\n\n", text)
-    text = re.sub(r"\n{3,}", "\n\n", text).strip()
-    if clipped:
-        text += f"\n\n[Only the first {limit:,} characters of this page's HTML were converted.]"
-    return title, text
+    return html_markdown.convert(html, base_url, limit)
 
 
 def share_budget(lengths: list[int], budget: int) -> list[int]:
@@ -192,15 +173,33 @@ def share_budget(lengths: list[int], budget: int) -> list[int]:
 
 
 @dataclass
+class CallLimits:
+    """What one call may read and convert, shared by its pages."""
+
+    page_bytes: int  # response body cap of each page
+    call_bytes: int  # the per-call total it was derived from (0: none)
+    html_chars: int  # HTML converted per page
+    converting: anyio.Lock = field(default_factory=anyio.Lock)  # one conversion at a time
+
+    @classmethod
+    def for_call(cls, call_bytes: int, pages: int) -> CallLimits:
+        page_bytes = min(MAX_BODY_BYTES, call_bytes // pages) if call_bytes > 0 else MAX_BODY_BYTES
+        html_chars = max(MIN_HTML_CONVERT_CHARS, HTML_CONVERT_CHARS // pages)
+        return cls(max(1, page_bytes), call_bytes, html_chars)
+
+
+@dataclass
 class Page:
     url: str
     fetched_from: str = ""
-    result: Any = None  # pinned_http.Fetched
+    result: Any = None  # pinned_http.Fetched, its body dropped once decoded
     error: str = ""
     refused: bool = False
     kind: str = ""
     title: str = ""
-    text: str = ""
+    text: str = ""  # at most TEXT_BUDGET characters: more is never shown
+    chars: int = 0  # characters of the whole text
+    body_bytes: int = 0
 
 
 class WebFetch(Tool):
@@ -250,6 +249,15 @@ class WebFetch(Tool):
             metavar="SECONDS",
             help=f"time allowed per URL, redirects included (default: {DEFAULT_TIMEOUT:g})",
         )
+        parser.add_argument(
+            "--web-fetch-max-bytes",
+            type=int,
+            default=DEFAULT_CALL_BYTES,
+            metavar="BYTES",
+            help="response bytes one web_fetch call reads, shared equally by its URLs (each URL also stops at "
+            f"{MAX_BODY_BYTES // (1024 * 1024)} MiB); 0 leaves only the per-URL cap "
+            f"(default: {DEFAULT_CALL_BYTES}, i.e. {DEFAULT_CALL_BYTES // (1024 * 1024)} MiB)",
+        )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         prompt = args["prompt"]
@@ -279,21 +287,21 @@ class WebFetch(Tool):
         pages = [Page(url) for url in urls]
         timeout = float(self.config.opt("web_fetch_timeout", DEFAULT_TIMEOUT))
         allow_private = self.config.opt("web_fetch_private", "allow") != "deny"
-        html_limit = max(MIN_HTML_CONVERT_CHARS, HTML_CONVERT_CHARS // len(pages))
+        limits = CallLimits.for_call(int(self.config.opt("web_fetch_max_bytes", DEFAULT_CALL_BYTES)), len(pages))
         done = 0
 
         async def one(page: Page) -> None:
             nonlocal done
-            await self._fetch(page, timeout, allow_private, html_limit)
+            await self._fetch(page, timeout, allow_private, limits)
             done += 1
             await ctx.progress(done, len(pages), f"fetched {page.url}")
 
         async with anyio.create_task_group() as tg:
             for page in pages:
                 tg.start_soon(one, page)
-        return self._render(pages)
+        return self._render(pages, limits)
 
-    async def _fetch(self, page: Page, timeout: float, allow_private: bool, html_limit: int) -> None:
+    async def _fetch(self, page: Page, timeout: float, allow_private: bool, limits: CallLimits) -> None:
         from coretools.tools import pinned_http
 
         page.fetched_from = raw_github(page.url)
@@ -302,7 +310,7 @@ class WebFetch(Tool):
                 page.result = await pinned_http.fetch(
                     page.fetched_from,
                     allow_private=allow_private,
-                    max_bytes=MAX_BODY_BYTES,
+                    max_bytes=limits.page_bytes,
                     max_redirects=MAX_REDIRECTS,
                     user_agent=USER_AGENT,
                     accept=ACCEPT,
@@ -318,25 +326,31 @@ class WebFetch(Tool):
             return
         fetched = page.result
         page.kind = content_kind(fetched.content_type, fetched.body)
-        if page.kind == "binary":
-            return
-        text = decode_body(fetched.body, fetched.content_type, page.kind == "html")
+        page.body_bytes = len(fetched.body)
         if page.kind == "html":
-            page.title, page.text = await anyio.to_thread.run_sync(
-                html_to_markdown, text, fetched.final_url, html_limit
-            )
+            async with limits.converting:
+                text = decode_body(fetched.body, fetched.content_type, True)
+                fetched.body = b""
+                page.title, text = await anyio.to_thread.run_sync(
+                    html_to_markdown, text, fetched.final_url, limits.html_chars
+                )
+        elif page.kind == "text":
+            text = decode_body(fetched.body, fetched.content_type, False)
         else:
-            page.text = text
-        if fetched.status >= 400 and len(page.text) > ERROR_BODY_CHARS:
-            page.text = page.text[:ERROR_BODY_CHARS] + "\n[...]"
+            text = ""
+        fetched.body = b""  # only its size is shown from here on
+        if fetched.status >= 400 and len(text) > ERROR_BODY_CHARS:
+            text = text[:ERROR_BODY_CHARS] + "\n[...]"
+        page.chars = len(text)
+        page.text = text[:TEXT_BUDGET]
 
-    def _render(self, pages: list[Page]) -> ToolResult:
+    def _render(self, pages: list[Page], limits: CallLimits) -> ToolResult:
         ok = [p for p in pages if p.result is not None and p.result.status < 400]
-        allowed = share_budget([len(p.text) for p in pages], TEXT_BUDGET)
+        allowed = share_budget([p.chars for p in pages], TEXT_BUDGET)
         sections = []
         records = []
         for n, (page, keep) in enumerate(zip(pages, allowed), 1):
-            sections.append(self._section(n, page, keep, len(pages)))
+            sections.append(self._section(n, page, keep, len(pages), limits))
             fetched = page.result
             records.append(
                 {
@@ -345,7 +359,7 @@ class WebFetch(Tool):
                     "status": fetched.status if fetched else None,
                     "content_type": fetched.content_type if fetched else None,
                     "chars": keep,
-                    "truncated": keep < len(page.text) or bool(fetched and fetched.body_truncated),
+                    "truncated": keep < page.chars or bool(fetched and fetched.body_truncated),
                     "error": page.error or None,
                 }
             )
@@ -364,7 +378,7 @@ class WebFetch(Tool):
             result.structured = {"results": records, "error": {"kind": kind, "message": head}}
         return result
 
-    def _section(self, n: int, page: Page, keep: int, count: int) -> str:
+    def _section(self, n: int, page: Page, keep: int, count: int, limits: CallLimits) -> str:
         lines = [f"=== [{n}] {page.url} ==="]
         if page.error:
             lines.append(f"Error: {page.error}")
@@ -388,25 +402,36 @@ class WebFetch(Tool):
             lines.append(f"Title: {page.title}")
         if page.kind == "binary":
             lines.append(
-                f"[Binary content ({len(fetched.body):,} bytes{' or more' if fetched.body_truncated else ''}) is "
+                f"[Binary content ({page.body_bytes:,} bytes{' or more' if fetched.body_truncated else ''}) is "
                 "not shown: web_fetch returns text only.]"
             )
             return "\n".join(lines)
         body = page.text[:keep]
-        if keep < len(page.text):
+        if keep < page.chars:
             body += (
-                f"\n\n... [Content truncated: showing {keep:,} of {len(page.text):,} characters. The "
+                f"\n\n... [Content truncated: showing {keep:,} of {page.chars:,} characters. The "
                 f"{TEXT_BUDGET:,}-character budget is shared by the {count} URL(s) of this call; fetch fewer "
                 "URLs per call to see more of each.] ..."
             )
         if fetched.body_truncated:
-            body += (
-                f"\n\n... [The response body is larger than the {MAX_BODY_BYTES // (1024 * 1024)} MB limit; only "
-                "its beginning was read.] ..."
-            )
+            body += f"\n\n... [{_cut_body_note(limits, count)}] ..."
         body = body.replace("</untrusted_context>", "&lt;/untrusted_context&gt;")
         lines.append(f"\n<untrusted_context>\n{body}\n</untrusted_context>")
         return "\n".join(lines)
+
+
+def _cut_body_note(limits: CallLimits, count: int) -> str:
+    if limits.page_bytes >= MAX_BODY_BYTES:
+        return f"The response body is larger than the {MAX_BODY_BYTES // (1024 * 1024)} MB limit; only its beginning was read."
+    return (
+        f"The response body is larger than {_mib(limits.page_bytes)}, the share of each of this call's {count} URLs "
+        f"in the {_mib(limits.call_bytes)} one call may read (server option --web-fetch-max-bytes); only its "
+        "beginning was read. Fetch fewer URLs per call to read more of each."
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.3g} MiB"
 
 
 TOOL = WebFetch

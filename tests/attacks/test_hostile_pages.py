@@ -1,0 +1,384 @@
+"""No single call freezes the server: hostile pages, and a wall-clock budget for every call.
+
+A page the model is steered to fetch may be built to make a parser work quadratically: hundreds of kilobytes
+of unclosed `<script>` tags or unclosed `<!--` comments. While such a page is converted, every other call
+of every client must still be answered (the conversion may not hold the event loop or the interpreter), and
+the conversion itself must end in reasonable time. Separately, `--call-timeout` ends any call that runs too
+long with an error naming the limit, and kills what the call started.
+
+The pages are served by a real HTTP server on 127.0.0.1 (addressed by IP, so no name is resolved); the
+coretools server is a real subprocess, spoken to by the official MCP client over stdio (one connection:
+the second call shares it) or HTTP (two client sessions).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import REPO, call_tool, stdio_params, text_of
+
+pytestmark = pytest.mark.anyio
+log = logging.getLogger(__name__)
+
+HOSTILE_BYTES = 160 * 1024  # the old converter spent 7 s (scripts) and 14 s (comments) on such a page
+TRICKLE_SECONDS = 4.0  # keeps the hostile call open while the second client is timed
+SECOND_CALL_BUDGET = 1.0
+
+
+PAGES = {  # kind: (repeated unit, size)
+    "scripts": (b"<script>x", HOSTILE_BYTES),
+    "comments": (b"<!--x", HOSTILE_BYTES),
+    "paragraphs": (b"<p>word</p>", 1024 * 1024),  # not hostile to a linear parser, only long to convert
+}
+
+
+def hostile_page(kind: str) -> bytes:
+    unit, size = PAGES[kind]
+    return b"<html><head><title>hostile</title></head><body><p>before</p>" + unit * (size // len(unit))
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server hook
+        path, _, query = self.path.partition("?")
+        self.server.served.append(path)  # type: ignore[attr-defined]
+        if path == "/trickle":
+            return self._trickle(float(query or TRICKLE_SECONDS))
+        if path.startswith("/hostile/"):
+            body = hostile_page(path.rsplit("/", 1)[1])
+        elif path == "/page":
+            body = b"<html><head><title>fine</title></head><body><h1>Fine</h1><p>an ordinary page</p></body></html>"
+        else:
+            self.send_response(404)
+            self.end_headers()
+            return None
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.server.finished.append(path)  # type: ignore[attr-defined]
+        return None
+
+    def _trickle(self, seconds: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline:
+                self.wfile.write(b".")
+                self.wfile.flush()
+                time.sleep(0.1)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class Web:
+    def __init__(self) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.served = []  # type: ignore[attr-defined]
+        self.httpd.finished = []  # type: ignore[attr-defined]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}{path}"
+
+    def finished(self, path: str) -> bool:
+        return path in self.httpd.finished  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def web():
+    server = Web()
+    yield server
+    server.close()
+
+
+# ---------------------------------------------------------------- a second client while a hostile page is converted
+
+
+async def _second_call_latency(hostile_client, second_client, root: Path, web: Web, kind: str) -> tuple[float | None, bool]:
+    """Start the hostile web_fetch on `hostile_client`; once its page is served (the server is converting it),
+    time a small list_directory on `second_client`. Returns the latency (None: no answer within the budget,
+    and the hostile call is abandoned) and whether the hostile call was still running when the answer came."""
+    page = f"/hostile/{kind}"
+    prompt = f"Summarise {web.url(page)} and {web.url('/trickle')}"
+    outcome: dict = {}
+
+    async def hostile() -> None:
+        outcome["result"] = await hostile_client.call_tool("web_fetch", {"prompt": prompt})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(hostile)
+        with anyio.fail_after(15):
+            while not web.finished(page):
+                await anyio.sleep(0.02)
+        await anyio.sleep(0.2)  # the page is in the server: it is being converted now
+        start = time.monotonic()
+        with anyio.move_on_after(SECOND_CALL_BUDGET) as scope:
+            listing = await second_client.call_tool("list_directory", {"path": str(root)})
+        latency = time.monotonic() - start
+        still_running = "result" not in outcome
+        if scope.cancelled_caught:
+            tg.cancel_scope.cancel()
+            log.info("%s page: no answer to the second call within %.1f s", kind, SECOND_CALL_BUDGET)
+            return None, still_running
+        assert not listing.is_error and "marker.txt" in text_of(listing)
+        with anyio.fail_after(30):
+            while "result" not in outcome:
+                await anyio.sleep(0.05)
+    text = text_of(outcome["result"])
+    assert "=== [1]" in text and "Status: 200" in text, text[:2000]
+    log.info("%s page: second call answered in %.3f s (hostile call still running: %s)", kind, latency, still_running)
+    return latency, still_running
+
+
+def _check(latency: float | None, running: bool, kind: str) -> None:
+    assert latency is not None, (
+        f"list_directory got no answer within {SECOND_CALL_BUDGET} s while a page of unclosed {kind} was converted"
+    )
+    assert latency < SECOND_CALL_BUDGET
+    assert running, "the hostile call ended before the second call was answered: the test proved nothing"
+
+
+@pytest.mark.parametrize("kind", ["scripts", "comments", "paragraphs"])
+async def test_second_call_answered_while_a_hostile_page_is_converted_stdio(root: Path, web: Web, kind: str, tmp_path: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
+    (root / "marker.txt").write_text("x\n")
+    params = stdio_params([root], "--web-fetch-private", "allow")
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            await client.call_tool("web_fetch", {"prompt": web.url("/page")})  # warm: imports done
+            latency, running = await _second_call_latency(client, client, root, web, kind)
+    _check(latency, running, kind)
+
+
+@pytest.mark.parametrize("kind", ["scripts", "comments"])
+async def test_second_client_answered_while_a_hostile_page_is_converted_http(root: Path, web: Web, kind: str) -> None:
+    from http_harness import HttpServer, http_client
+
+    (root / "marker.txt").write_text("x\n")
+    with HttpServer.start([root], "--web-fetch-private", "allow") as server:
+        async with http_client(server.url) as first, http_client(server.url) as second:
+            await first.call_tool("web_fetch", {"prompt": web.url("/page")})
+            latency, running = await _second_call_latency(first, second, root, web, kind)
+    _check(latency, running, kind)
+
+
+# ---------------------------------------------------------------- the converter itself is linear
+
+CONVERT = """
+import sys, time
+from coretools.tools.web_fetch import html_to_markdown
+html = sys.stdin.read()
+start = time.perf_counter()
+title, text = html_to_markdown(html, "http://127.0.0.1/")
+print(f"{time.perf_counter() - start:.3f} {len(text)}")
+"""
+
+SHAPES = {
+    "unclosed scripts": "<script>x",
+    "unclosed comments": "<!--x",
+    "unclosed styles": "<style>x",
+    "unclosed textareas": "<textarea>x",
+    "unclosed titles": "<title>x",
+    "unclosed tag openers": "<a x",
+    "unclosed end tags": "</a x",
+    "unclosed declarations": "<!x",
+    "unclosed processing instructions": "<?x",
+    "unclosed CDATA": "<![CDATA[x",
+    "nested divs": "<div>",
+    "nested lists": "<ul><li>",
+    "nested tables": "<table><tr><td>",
+    "many paragraphs": "<p>word</p>",
+    "many links": '<a href="/a">l</a>',
+    "many entities": "&amp;&#x41;",
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_hostile_html_converts_in_bounded_time(shape: str) -> None:
+    """A whole response body (the 10 MB cap) of each hostile shape converts within a few seconds, in a fresh
+    process that the test can stop."""
+    unit = SHAPES[shape]
+    html = "<html><body>" + unit * (10 * 1024 * 1024 // len(unit))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-c", CONVERT], input=html, capture_output=True, text=True, env=env,
+                              timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"converting 10 MB of {shape} took more than 20 s")
+    elapsed = time.monotonic() - start
+    assert done.returncode == 0, done.stderr[-3000:]
+    seconds, _ = done.stdout.split()
+    log.info("%s: converted in %s s", shape, seconds)
+    assert float(seconds) < 8, f"converting 10 MB of {shape} took {seconds} s ({elapsed:.1f} s with start-up)"
+
+
+# ---------------------------------------------------------------- the converter's parts, against the expressions they replace
+
+OLD_STRIP = re.compile(r"(?is)<(script|style|noscript|template)\b.*?</\1\s*>|<!--.*?-->")
+OPENER = re.compile(r"(?i)<(?:script|style|noscript|template)\b|<!--")
+FRAGMENTS = ["<script>", "</script>", "</SCRIPT >", "<script", "<scripts>", "<STYLE x=1>", "</style\n>", "<style_",
+             "<noscript>", "</noscript>", "<template>", "</template  >", "<!--", "-->", "--", "<", ">", "</", "a",
+             " ", "\n", "<p>", "</p>", "\u0130", "\u212a"]
+
+
+def _reference_strip(html: str) -> str:
+    """The old expression's removals, up to the first comment or element it leaves open."""
+    out, pos = [], 0
+    while (opener := OPENER.search(html, pos)) is not None:
+        whole = OLD_STRIP.match(html, opener.start())
+        out.append(html[pos : opener.start()])
+        if whole is None:
+            return "".join(out)
+        pos = whole.end()
+    return "".join(out) + html[pos:]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=40), st.integers(min_value=0, max_value=60))
+def test_strip_raw_elements_removes_what_the_old_expression_removed(parts: list[str], limit: int) -> None:
+    from coretools.tools.html_markdown import strip_raw_elements
+
+    html = "".join(parts)
+    expected = _reference_strip(html)
+    if OPENER.search(expected) is None and OPENER.search(OLD_STRIP.sub("", html)) is None:
+        assert expected == OLD_STRIP.sub("", html)  # nothing left open: exactly the old removals
+    assert strip_raw_elements(html, limit) == (expected[:limit], len(expected) > limit)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="\n \ta\r", max_size=40))
+def test_tidy_is_the_two_old_substitutions(text: str) -> None:
+    from coretools.tools.html_markdown import tidy
+
+    expected = re.sub(r"\n{3,}", "\n\n", re.sub(r"\n[ \t]+\n", "\n\n", text)).strip()
+    assert tidy(text) == expected
+
+
+def test_page_conversion_stops_at_its_element_budget() -> None:
+    from coretools.tools.web_fetch import html_to_markdown
+
+    _, text = html_to_markdown("<html><body>" + "<a>x</a>" * 1000, "http://127.0.0.1/", limit=2_000)
+    assert text.endswith("[Only the first 200 HTML elements of this page were converted.]")
+    assert text.count("x") < 200
+
+
+def test_nesting_deeper_than_the_parser_allows_is_cut_not_fatal() -> None:
+    from coretools.tools.web_fetch import html_to_markdown
+
+    _, text = html_to_markdown("<html><body>" + "<div><b>deep " * 5000, "http://127.0.0.1/")
+    assert "deep" in text and text.count("deep") < 1000
+
+
+# ---------------------------------------------------------------- --call-timeout
+
+
+async def test_call_timeout_ends_a_slow_call_with_a_clear_error(root: Path, web: Web) -> None:
+    start = time.monotonic()
+    result = await call_tool(root, "web_fetch", {"prompt": web.url("/trickle?8")}, "--call-timeout", "1",
+                             "--web-fetch-timeout", "30")
+    elapsed = time.monotonic() - start
+    text = text_of(result)
+    assert result.is_error, text
+    assert result.structured["error"]["kind"] == "call_timeout"
+    assert "--call-timeout" in text and "1 second" in text
+    assert "fewer" in text or "narrow" in text  # says how to make the call smaller
+    assert elapsed < 4, elapsed
+
+
+async def test_the_tool_timeout_wins_when_it_is_smaller(root: Path, web: Web) -> None:
+    result = await call_tool(root, "web_fetch", {"prompt": f"{web.url('/trickle?5')} {web.url('/page')}"},
+                             "--call-timeout", "30", "--web-fetch-timeout", "0.5")
+    text = text_of(result)
+    assert not result.is_error, text
+    assert "no complete response within 0.5 seconds" in text and "--call-timeout" not in text
+
+
+async def test_call_timeout_kills_the_commands_process_group(root: Path) -> None:
+    command = f"sleep 60 & echo $! > {root}/pid; wait"
+    start = time.monotonic()
+    result = await call_tool(root, "run_shell_command", {"command": command}, "--call-timeout", "1",
+                             "--shell-timeout", "120")
+    assert time.monotonic() - start < 5
+    text = text_of(result)
+    assert result.is_error and "--call-timeout" in text, text
+    pid = int((root / "pid").read_text())
+    deadline = time.monotonic() + 5
+    while os.path.exists(f"/proc/{pid}") and "Z" not in _state(pid) and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}") or "Z" in _state(pid), "the command outlived its call"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+async def test_call_timeout_default_and_disabled(root: Path, web: Web) -> None:
+    from support import make_config
+
+    assert make_config([root]).opt("call_timeout") == 600
+    result = await call_tool(root, "web_fetch", {"prompt": web.url("/trickle?1.5")}, "--call-timeout", "0")
+    assert not result.is_error, text_of(result)
+
+
+def test_call_timeout_applies_to_the_call_command(root: Path, web: Web) -> None:
+    argv = [sys.executable, "-m", "coretools", "call", "--root", str(root), "--call-timeout", "1",
+            "web_fetch", '{"prompt": "%s"}' % web.url("/trickle?8")]
+    start = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          cwd=str(REPO), timeout=30)
+    assert time.monotonic() - start < 8
+    assert done.returncode == 1, done.stderr
+    assert "--call-timeout" in done.stdout
+
+
+async def test_call_timeout_over_stdio_leaves_the_server_serving(root: Path, web: Web, tmp_path: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
+    (root / "marker.txt").write_text("x\n")
+    params = stdio_params([root], "--call-timeout", "1", "--web-fetch-timeout", "30")
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            start = time.monotonic()
+            stopped = await client.call_tool("web_fetch", {"prompt": web.url("/trickle?8")})
+            elapsed = time.monotonic() - start
+            listing = await client.call_tool("list_directory", {"path": str(root)})
+    assert stopped.is_error and "--call-timeout" in text_of(stopped)
+    assert elapsed < 4
+    assert not listing.is_error and "marker.txt" in text_of(listing)
