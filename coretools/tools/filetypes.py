@@ -187,6 +187,7 @@ def _window_bytes(handle: BinaryIO, offset: int, limit: int, chunk: int) -> Wind
 def _window_decoded(handle: BinaryIO, encoding: str, offset: int, limit: int, chunk: int) -> Window:
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
     stop = offset + limit
+    keep_max = MAX_LINE_CHARS + 2  # enough to show a line, and to see it is longer even without its "\r"
     kept: list[str] = []
     cut = 0
     index = 0
@@ -203,6 +204,8 @@ def _window_decoded(handle: BinaryIO, encoding: str, offset: int, limit: int, ch
                 kept.append(shown)
                 cut += was_cut
             index += 1
+        if len(pending) > keep_max:
+            pending = pending[:keep_max]  # an endless line: keep only what can be shown
         if final:
             break
     total = index + (1 if pending else 0)

@@ -20,7 +20,11 @@ from coretools.tools.walking import globmatch, has_magic, relative_to, walk_file
 DEFAULT_LINE_LIMIT = 2000
 MAX_FILES = 500
 MAX_TOTAL_CHARS = 1_000_000
-MAX_MEDIA_BYTES = 20 * 1024 * 1024
+MAX_MEDIA_BYTES = 20 * 1024 * 1024  # per file, as read_file
+# Base64 of all the images, audio and PDFs of one call (`--max-media-bytes`), apart from the text budget: what
+# Gemini accepts inline in one request. The first media file of a call is read whatever its size (up to the
+# per-file limit), so a single file reads as it does with read_file.
+DEFAULT_MEDIA_BUDGET = 20 * 1024 * 1024
 # Gemini CLI's default content excludes (binary formats, compiled Python, OS litter, the memory file);
 # directories such as node_modules/ and build/ are the ignore engine's default excludes.
 DEFAULT_FILE_EXCLUDES = [
@@ -89,6 +93,18 @@ class ReadManyFiles(Tool):
         },
         "required": ["paths"],
     }
+
+    @classmethod
+    def add_arguments(cls, parser) -> None:  # noqa: ANN001
+        parser.add_argument(
+            "--max-media-bytes",
+            type=int,
+            default=DEFAULT_MEDIA_BUDGET,
+            metavar="BYTES",
+            help="base64-encoded size of all the images, audio and PDFs one read_many_files call returns (apart "
+            "from its 1,000,000-character text budget); further media files are skipped and listed; 0 for no "
+            f"limit (default: {DEFAULT_MEDIA_BUDGET}, i.e. {DEFAULT_MEDIA_BUDGET // (1024 * 1024)} MiB)",
+        )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await anyio.to_thread.run_sync(self._run, args, ctx)
@@ -174,6 +190,7 @@ class ReadManyFiles(Tool):
         blocks: list = []
         read: list[str] = []
         budget = MAX_TOTAL_CHARS
+        media = MediaBudget(int(self.config.opt("max_media_bytes", DEFAULT_MEDIA_BUDGET)))
         paths = sorted(plan.files)
         lowered = [p.lower() for p in patterns]
         for number, shown in enumerate(paths, 1):
@@ -205,7 +222,15 @@ class ReadManyFiles(Tool):
                         if node.st.st_size > MAX_MEDIA_BYTES:
                             plan.skipped.append((node.path, "larger than 20MB"))
                             continue
-                        data = head + handle.read()
+                        refusal = media.refusal(node.st.st_size)
+                        if refusal:
+                            plan.skipped.append((node.path, refusal))
+                            continue
+                        data = head + handle.read(MAX_MEDIA_BYTES + 1 - len(head))
+                        if len(data) > MAX_MEDIA_BYTES:  # it grew since it was measured
+                            plan.skipped.append((node.path, "larger than 20MB"))
+                            continue
+                        media.take(len(data))
                         maker = {"image": image_block, "audio": audio_block}.get(kind.kind)
                         blocks.append(
                             maker(data, kind.mime) if maker else blob_block(data, kind.mime, f"file://{node.path}")
@@ -241,6 +266,32 @@ class ReadManyFiles(Tool):
             tail += "\n\n" + _skipped_text(plan.skipped)
         blocks.append(text_block(tail))
         return ToolResult(blocks, {"files": read, "skipped": _skipped_struct(plan.skipped)})
+
+
+@dataclass
+class MediaBudget:
+    """The base64 bytes of media one call may still return."""
+
+    limit: int
+    used: int = 0
+
+    def refusal(self, size: int) -> str | None:
+        """Why a media file of `size` bytes is not read, or None. The first one always fits."""
+        if self.used == 0 or self.limit <= 0 or self.used + encoded_size(size) <= self.limit:
+            return None
+        return (
+            f"media budget of this call reached: {self.used:,} of {self.limit:,} bytes of base64-encoded images, "
+            "audio and PDFs per call (server option --max-media-bytes); name fewer media files per call, or read "
+            "this one with read_file"
+        )
+
+    def take(self, size: int) -> None:
+        self.used += encoded_size(size)
+
+
+def encoded_size(size: int) -> int:
+    """Length of the base64 text of `size` bytes."""
+    return 4 * ((size + 2) // 3)
 
 
 def _names_extension(pattern: str, ext: str) -> bool:

@@ -11,6 +11,11 @@ from coretools.tools import textedit as te
 from coretools.tools.base import ToolContext, ToolResult
 
 _UNESCAPES = (("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\'", "'"), ("\\`", "`"), ("\\\\", "\\"))
+_SPLIT_EDIT = (
+    "Make the change in smaller steps: replace fewer occurrences per call (a lower expected_replacements, with "
+    "more context in old_string to single them out) or use a shorter new_string; to produce a large file, "
+    "generate it with run_shell_command."
+)
 
 
 class Replace(te.EditTool):
@@ -98,6 +103,8 @@ class Replace(te.EditTool):
         existing = te.read_existing(ws, loc)
         path = loc.shown
         if existing is None:
+            if not old_string and (size := _encoded_len(new_string, te.UTF8)) > te.edit_limit():
+                raise te.too_big(path, size, "creating it with new_string as its content", _SPLIT_EDIT)
             if old_string:
                 raise ToolError(
                     f"File not found: {path}. Cannot apply the edit because the file does not exist. To create a new "
@@ -145,6 +152,10 @@ class Replace(te.EditTool):
                 "edit_expected_occurrence_mismatch",
             )
         new_lf = te.to_lf(new_string)
+        size = _edited_size(st.st_size, codec, te.to_lf(old_string), new_lf, matches, newline_at)
+        if size > te.edit_limit():
+            what = f"replacing {_plural(expected, 'occurrence')} of old_string with new_string"
+            raise te.too_big(path, size, what, _SPLIT_EDIT)
         new, raw = _substitute(text, matches, lambda s, e: te.with_newline(new_lf, newline_at(s, e)))
         new, raw = _keep_final_newline(text, new, raw, breaks.dominant or "\n")
         if new == text:
@@ -162,6 +173,30 @@ class Replace(te.EditTool):
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _edited_size(file_bytes: int, codec: te.Codec, old_lf: str, new_lf: str, matches, newline_at) -> int:  # noqa: ANN001
+    """The file's size in bytes once each match is replaced, counted before anything is built.
+
+    A match is `old_lf` with a "\\r" before some of its line breaks, and a replacement is `new_lf` with a
+    "\\r" before each of its line breaks where the file uses CRLF there."""
+    cr = len("\r".encode(codec.encoding))
+    old_bytes = _encoded_len(old_lf, codec)
+    new_bytes = _encoded_len(new_lf, codec)
+    new_breaks = new_lf.count("\n")
+    size = file_bytes
+    for s, e in matches:
+        size -= old_bytes + (e - s - len(old_lf)) * cr
+        size += new_bytes + (new_breaks * cr if newline_at(s, e) == "\r\n" else 0)
+    return size
+
+
+def _encoded_len(text: str, codec: te.Codec, chunk: int = 1 << 20) -> int:
+    """Bytes of `text` in `codec`, measured a piece at a time so that a huge text is never encoded whole (a
+    lone surrogate counts as the bytes it would take; writing it is refused later, with its own error)."""
+    if text.isascii() and codec.encoding == "utf-8":
+        return len(text)
+    return sum(len(text[i : i + chunk].encode(codec.encoding, "surrogatepass")) for i in range(0, len(text), chunk))
 
 
 def _find_all(text: str, needle: str) -> list[tuple[int, int]]:

@@ -15,6 +15,7 @@ import difflib
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import anyio
@@ -24,7 +25,10 @@ from coretools.server.workspace import Location, Workspace, WriteOutcome
 from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
 from coretools.tools.filetypes import detect_bom
 
-MAX_EDIT_BYTES = 256 * 1024 * 1024
+# The largest file an edit reads and the largest content it writes (`--max-edit-bytes`). An edit holds the old
+# text, the new text and the new bytes at once, each about this size for an ASCII file, within 300 MiB.
+MAX_EDIT_BYTES = 64 * 1024 * 1024
+MIB = 1024 * 1024
 DIFF_CONTEXT = 3
 SNIPPET_CONTEXT = 5
 MAX_DIFF_LINES = 400
@@ -35,6 +39,27 @@ CONFIRM_CHOICES = ("none", "edits")
 
 # ---------------------------------------------------------------------------------------------------------
 # server option (one definition, registered by whichever editing tool the parser sees first)
+
+
+def add_edit_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--confirm` and `--max-edit-bytes`, registered once for both editing tools."""
+    add_confirm_argument(parser)
+    if "--max-edit-bytes" in parser._option_string_actions:  # noqa: SLF001 - both editing tools call this
+        return
+    parser.add_argument(
+        "--max-edit-bytes",
+        type=int,
+        default=MAX_EDIT_BYTES,
+        metavar="BYTES",
+        help="largest file replace and write_file read to edit, and largest content one edit may produce; a "
+        "bigger edit is refused before it is built, with an error saying how to split it "
+        f"(default: {MAX_EDIT_BYTES}, i.e. {MAX_EDIT_BYTES // MIB} MiB)",
+    )
+
+
+def max_edit_bytes(config) -> int:  # noqa: ANN001 - a ServerConfig
+    value = config.opt("max_edit_bytes", MAX_EDIT_BYTES)
+    return int(value) if value and value > 0 else MAX_EDIT_BYTES
 
 
 def add_confirm_argument(parser: argparse.ArgumentParser) -> None:
@@ -476,6 +501,29 @@ class Plan:
         self.diff = unified_diff(self.old, self.new, self.spans, label_old, f"{self.path}\t(new)")
 
 
+# The edit limit of the tool whose plan runs in this thread (set around `EditTool.plan`).
+_EDIT_LIMIT: ContextVar[int] = ContextVar("coretools_edit_limit", default=MAX_EDIT_BYTES)
+
+
+def too_big(path: str, size: int, what: str, how: str) -> ToolError:
+    """The refusal of an edit whose result would be `size` bytes, over the limit in force."""
+    limit = _EDIT_LIMIT.get()
+    return ToolError(
+        f"Cannot edit {path}: {what} would make the file {size:,} bytes{_in_mib(size)}, more than this server's "
+        f"limit of {limit:,} bytes{_in_mib(limit)} for one edit (server option --max-edit-bytes). Nothing was "
+        f"changed. {how}",
+        "file_too_large",
+    )
+
+
+def _in_mib(size: int) -> str:
+    return f" ({size / MIB:.1f} MiB)" if size >= MIB else ""
+
+
+def edit_limit() -> int:
+    return _EDIT_LIMIT.get()
+
+
 @asynccontextmanager
 async def edit_lock(ws: Workspace, loc: Location) -> AsyncIterator[None]:
     """Hold the process-wide lock of the file `loc` names for the whole read-confirm-write sequence."""
@@ -535,15 +583,27 @@ class EditTool(Tool):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        add_confirm_argument(parser)
+        add_edit_arguments(parser)
 
     def plan(self, ws: Workspace, loc: Location, args: dict) -> Plan | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _bounded_plan(self, ws: Workspace, loc: Location, args: dict) -> Plan | None:
+        """`plan` under this server's edit limit; a plan whose content is over it is refused."""
+        token = _EDIT_LIMIT.set(max_edit_bytes(self.config))
+        try:
+            plan = self.plan(ws, loc, args)
+            if plan is not None and len(plan.data) > _EDIT_LIMIT.get():
+                raise too_big(plan.path, len(plan.data), "the new content",
+                              "Write a smaller file, or generate a large one with run_shell_command.")
+            return plan
+        finally:
+            _EDIT_LIMIT.reset(token)
+
     async def edit(self, ctx: ToolContext, loc: Location, args: dict) -> tuple[Plan | None, WriteOutcome | None]:
         ws = ctx.workspace
         async with edit_lock(ws, loc):
-            plan = await anyio.to_thread.run_sync(self.plan, ws, loc, args)
+            plan = await anyio.to_thread.run_sync(self._bounded_plan, ws, loc, args)
             if plan is None:
                 return None, None
             await confirm(ctx, plan, self.name)
@@ -593,13 +653,15 @@ def style_notes(codec: Codec, breaks: Newlines) -> list[str]:
 
 def read_existing(ws: Workspace, loc: Location) -> tuple[object, bytes] | None:
     """(stat, bytes) of the file, or None if it does not exist. Directories and special files are refused."""
+    limit = _EDIT_LIMIT.get()
     try:
         with ws.open_file(loc) as (node, handle):
-            if node.st.st_size > MAX_EDIT_BYTES:
+            if node.st.st_size > limit:
+                size = node.st.st_size
                 raise ToolError(
-                    f"File is too large to edit ({node.st.st_size / 1048576:.1f} MB; the limit is "
-                    f"{MAX_EDIT_BYTES // 1048576} MB): {node.path}. Edit it with run_shell_command (e.g. sed) "
-                    "instead.",
+                    f"File is too large to edit ({size:,} bytes{_in_mib(size)}; the limit is {limit:,} "
+                    f"bytes{_in_mib(limit)}, server option --max-edit-bytes): {node.path}. Edit it with "
+                    "run_shell_command (e.g. sed) instead.",
                     "file_too_large",
                 )
             return node.st, handle.read()  # type: ignore[attr-defined]
@@ -610,7 +672,8 @@ def read_existing(ws: Workspace, loc: Location) -> tuple[object, bytes] | None:
 
 
 __all__ = [
-    "Codec", "EditTool", "NotText", "Plan", "Span", "add_confirm_argument", "align", "apply", "confirm", "decode",
-    "Newlines", "echo", "edit_lock", "encode", "newlines", "placeholder_line", "read_existing", "result",
-    "similar_lines", "snippet", "style_notes", "to_lf", "unified_diff", "whole_file_spans", "with_newline",
+    "Codec", "EditTool", "NotText", "Plan", "Span", "add_confirm_argument", "add_edit_arguments", "align", "apply",
+    "confirm", "decode", "Newlines", "echo", "edit_limit", "edit_lock", "encode", "max_edit_bytes", "newlines",
+    "placeholder_line", "read_existing", "result", "similar_lines", "snippet", "style_notes", "to_lf", "too_big",
+    "unified_diff", "whole_file_spans", "with_newline",
 ]
