@@ -24,16 +24,16 @@ GIVE_UP = 20.0  # a hostile call still running then has failed; the server is ki
 
 
 @asynccontextmanager
-async def _client(root: Path, errlog: Path):
+async def _client(root: Path, errlog: Path, *flags: str):
     from mcp import Client
     from mcp.client.stdio import stdio_client
 
     with errlog.open("w") as err:
-        async with Client(stdio_client(stdio_params([root]), errlog=err), mode="legacy") as client:
+        async with Client(stdio_client(stdio_params([root], *flags), errlog=err), mode="legacy") as client:
             yield client
 
 
-async def _race(root: Path, tmp_path: Path, name: str, args: dict) -> tuple[float, float, str]:
+async def _race(root: Path, tmp_path: Path, name: str, args: dict, *flags: str) -> tuple[float, float, str]:
     """(seconds the hostile call took, seconds the second caller's list_directory took, hostile call's
     text). Either still unanswered after GIVE_UP counts as GIVE_UP."""
     from mcp import MCPError
@@ -42,7 +42,7 @@ async def _race(root: Path, tmp_path: Path, name: str, args: dict) -> tuple[floa
     (root / "other" / "x.txt").write_text("x\n")
     hostile_took = second_took = GIVE_UP
     text = ""
-    async with _client(root, tmp_path / "server.log") as client:
+    async with _client(root, tmp_path / "server.log", *flags) as client:
         await client.call_tool("list_directory", {"path": str(root / "other")})  # warm: imports, caches
 
         async def hostile() -> None:
@@ -58,7 +58,7 @@ async def _race(root: Path, tmp_path: Path, name: str, args: dict) -> tuple[floa
 
         async def second() -> None:
             nonlocal second_took
-            await anyio.sleep(0.3)  # the hostile call is under way
+            await anyio.sleep(0.02)  # the hostile call is under way
             start = time.monotonic()
             try:
                 await client.call_tool("list_directory", {"path": str(root / "other")}, read_timeout_seconds=GIVE_UP)
@@ -109,10 +109,16 @@ async def test_hostile_gitignore_line_applied_by_list_directory(root: Path, tmp_
     assert f"{'a' * 90} (2 bytes)" in text, text
 
 
+@pytest.mark.parametrize("engine", ["auto", "python"])
 @pytest.mark.parametrize("regex", ["(a|aa)+$", "(x+x+)+y"])
-async def test_hostile_search_regex_with_geminiignore_negation(root: Path, tmp_path: Path, regex: str) -> None:
+async def test_hostile_search_regex_with_geminiignore_negation(
+    root: Path, tmp_path: Path, regex: str, engine: str
+) -> None:
+    """`auto`: ripgrep, the files picked by the walk; `python`: the fallback engine."""
     (root / ".geminiignore").write_text("!keep\n")
     (root / "run.txt").write_text(("a" * 40 + "!\n") + ("x" * 40 + "!\n") + "aa\n")
-    took, second, text = await _race(root, tmp_path, "search_file_content", {"pattern": regex})
+    took, second, text = await _race(
+        root, tmp_path, "search_file_content", {"pattern": regex}, "--search-engine", engine
+    )
     _assert_prompt(took, second)
     assert "run.txt" in text and "L3: aa" in text if regex.startswith("(a") else "No matches" in text, text
