@@ -205,15 +205,30 @@ class _SegmentTest:
             self._whole = NodeMatcher(node, fold, source)
             return
         self._whole = None
-        self._head = NodeMatcher(Seq(tuple(items[:cut])), fold, source)
-        self._tail = NodeMatcher(Seq(tuple(items[cut + 1 :])), fold, source)
+        head, tail = items[:cut], items[cut + 1 :]
+        self._head = NodeMatcher(Seq(tuple(head)), fold, source) if head else None
+        self._tail = NodeMatcher(Seq(tuple(tail)), fold, source) if tail else None
         self._inner = NodeMatcher(items[cut].item, fold, source)  # type: ignore[union-attr]
+        self._seen: dict[str, bool] = {}  # (paths share directory names)
 
     def __call__(self, part: str) -> bool:
         if self._whole is not None:
             return self._whole(part)
-        starts = [i for i in range(len(part) + 1) if self._head(part[:i])]
-        ends = [j for j in range(len(part) + 1) if self._tail(part[j:])] if starts else []
+        hit = self._seen.get(part)
+        if hit is None:
+            if len(self._seen) >= 4096:
+                self._seen.clear()
+            hit = self._seen[part] = self._split(part)
+        return hit
+
+    def _split(self, part: str) -> bool:
+        """Is there a split head + middle + tail of `part` that the head and tail match and the negated
+        pattern does not match in the middle? (A name has at most 255 bytes: the splits are few.)"""
+        n = len(part)
+        starts = [i for i in range(n + 1) if self._head(part[:i])] if self._head is not None else [0]
+        if not starts:
+            return False
+        ends = [j for j in range(n + 1) if self._tail(part[j:])] if self._tail is not None else [n]
         return any(not self._inner(part[i:j]) for i in starts for j in ends if j >= i)
 
 

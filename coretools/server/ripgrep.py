@@ -13,10 +13,10 @@ checkout is not required, as in coretools). Everything else is switched off
 explicitly with `--ignore-file`, which rg matches relative to its working directory and ranks *below*
 every in-tree `.gitignore`, in this order (lowest first): the default excludes, `<root>/.git/info/exclude`,
 the `.gitignore`s of the directories between the root and the search directory (re-anchored at the search
-directory, see `reroot`), and `<root>/.geminiignore`. Up to `.geminiignore` this is exactly coretools'
+directory, see `coretools.sandbox.rgglobs.reroot`), and `<root>/.geminiignore`. Up to `.geminiignore` this is exactly coretools'
 precedence. `.geminiignore` ranks above the `.gitignore`s in coretools but below them in rg, which only
-matters when it *un-ignores* (`!pattern`): then `rg_rules` returns None and the caller uses the Python
-engine. Without negations rg can only see a superset (a `.gitignore` `!keep` beating a `.geminiignore`
+matters when it *un-ignores* (`!pattern`): then `rg_rules` returns None and the caller walks instead
+(search then hands rg the walked files by name). Without negations rg can only see a superset (a `.gitignore` `!keep` beating a `.geminiignore`
 `keep`): the paths where `.geminiignore` matches a component. So callers re-check what rg reports
 (`Recheck`) with `.geminiignore` alone when rg searched a root, and with the whole `IgnoreRules` the walk
 uses when the rules had to be re-anchored for a subdirectory (`reroot`) or a `--glob` override (which beats
