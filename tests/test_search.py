@@ -10,7 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coretools.server.ripgrep import find_rg, glob_regex, reroot
+from coretools.sandbox.matcher import NodeMatcher
+from coretools.sandbox.patterns import parse_include
+from coretools.sandbox.rgglobs import reroot
+from coretools.server.ripgrep import find_rg
 from tests.conftest import call_tool, text_of
 from tests.readside import write_files
 
@@ -305,11 +308,14 @@ def test_reroot_anchored_patterns() -> None:
 
 
 def test_include_glob_semantics() -> None:
-    assert glob_regex("*.py").fullmatch("a/b/c.py")
-    assert not glob_regex("src/*.py").fullmatch("src/a/b.py")
-    assert glob_regex("src/**").fullmatch("src/a/b.py")
-    assert glob_regex("*.{ts,tsx}").fullmatch("x/y.tsx")
-    assert not glob_regex("*.{ts,tsx}").fullmatch("x/y.tsxx")
+    def include(glob: str):
+        return NodeMatcher(parse_include(glob))
+
+    assert include("*.py")("a/b/c.py")
+    assert not include("src/*.py")("src/a/b.py")
+    assert include("src/**")("src/a/b.py")
+    assert include("*.{ts,tsx}")("x/y.tsx")
+    assert not include("*.{ts,tsx}")("x/y.tsxx")
 
 
 async def test_nul_and_overlong_arguments_are_clear_errors(root: Path) -> None:

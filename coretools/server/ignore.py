@@ -8,7 +8,9 @@ Sources, in precedence order (a later source that matches a path decides it, so 
 3. every `.gitignore` from the root down to the path's directory, each anchored at its own directory,
 4. `<root>/.geminiignore`.
 
-Matching is gitwildmatch (`pathspec`). A directory is tested with a trailing `/`, so `dist/` hides the
+Each ignore file is one `RuleSet` of the pattern engine (`coretools.sandbox`): git's pattern rules and
+precedence, matched in time linear in the path whatever the lines say. A directory is tested with a
+trailing `/`, so `dist/` hides the
 directory `dist` in every tool. As in git, once a directory is ignored nothing below it comes back.
 `.gitignore` files above a root, the global git excludes and `.ignore`/`.rgignore` files are not read:
 the rules depend on the workspace alone. `.gitignore`s apply whether or not the root is a git checkout.
@@ -16,12 +18,13 @@ the rules depend on the workspace alone. `.gitignore`s apply whether or not the 
 
 from __future__ import annotations
 
-import re
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pathspec
+from coretools.sandbox.matcher import RuleSet
+from coretools.sandbox.patterns import rule_lines
 
 DEFAULT_EXCLUDED_DIRS = (
     "node_modules",
@@ -43,7 +46,11 @@ GITIGNORE = ".gitignore"
 GEMINIIGNORE = ".geminiignore"
 GIT_INFO_EXCLUDE = ".git/info/exclude"
 
-_DEFAULT_SPEC = pathspec.GitIgnoreSpec.from_lines(DEFAULT_EXCLUDES)
+
+
+@functools.lru_cache(maxsize=1)
+def _default_rules() -> RuleSet:
+    return RuleSet.from_lines(DEFAULT_EXCLUDES)
 
 
 @dataclass(frozen=True)
@@ -62,16 +69,16 @@ class SpecCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._specs: dict[tuple[int, str], tuple[object, pathspec.GitIgnoreSpec | None, bytes | None]] = {}
+        self._specs: dict[tuple[int, str], tuple[object, RuleSet | None, bytes | None]] = {}
 
     def get(
         self, root: int, rel_file: str, signature: object, load: Callable[[], bytes | None]
-    ) -> pathspec.GitIgnoreSpec | None:
+    ) -> RuleSet | None:
         return self.entry(root, rel_file, signature, load)[0]
 
     def entry(
         self, root: int, rel_file: str, signature: object, load: Callable[[], bytes | None]
-    ) -> tuple[pathspec.GitIgnoreSpec | None, bytes | None]:
+    ) -> tuple[RuleSet | None, bytes | None]:
         """`(spec, raw bytes)` of one ignore file; the bytes let ripgrep be given the very same rules."""
         key = (root, rel_file)
         with self._lock:
@@ -85,47 +92,9 @@ class SpecCache:
         return spec, data
 
 
-def _parse(data: bytes) -> pathspec.GitIgnoreSpec | None:
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    lines = [line.lstrip() for line in lines]
-    spec = pathspec.GitIgnoreSpec.from_lines(lines)
-    return spec if len(spec) else None
-
-
-def _check(spec: pathspec.GitIgnoreSpec, path: str) -> bool | None:
-    """`spec.check_file(path).include`, fast for the common case of no pattern matching at all: one
-    combined regex of every pattern rejects such paths in a single C-level match; only a path that some
-    pattern matches pays for pathspec's exact (precedence-aware) check."""
-    prefilter = getattr(spec, "_coretools_any", None)
-    if prefilter is None:
-        prefilter = _combined(spec)
-        try:
-            spec._coretools_any = prefilter  # type: ignore[attr-defined]
-        except AttributeError:  # pragma: no cover - a spec class with __slots__
-            pass
-    if prefilter is not False and prefilter.match(path) is None:
-        return None
-    return spec.check_file(path).include
-
-
-_NAMED_GROUP = re.compile(r"\(\?P<[^>]*>")
-
-
-def _combined(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | bool:
-    sources = []
-    for pattern in spec.patterns:
-        regex = getattr(pattern, "regex", None)
-        if pattern.include is None:
-            continue
-        if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str) or regex.flags & ~re.UNICODE:
-            return False
-        sources.append("(?:" + _NAMED_GROUP.sub("(?:", regex.pattern) + ")")
-    if not sources:
-        return False
-    try:
-        return re.compile("|".join(sources))
-    except re.error:
-        return False
+def _parse(data: bytes) -> RuleSet | None:
+    rules = RuleSet.from_lines(rule_lines(data))
+    return rules if len(rules) else None
 
 
 class IgnoreRules:
@@ -135,23 +104,23 @@ class IgnoreRules:
     the workspace supplies it so that ignore files, too, are only ever read through the gateway.
     """
 
-    def __init__(self, lookup: Callable[[str], pathspec.GitIgnoreSpec | None], options: IgnoreOptions) -> None:
+    def __init__(self, lookup: Callable[[str], RuleSet | None], options: IgnoreOptions) -> None:
         self.options = options
         self._lookup = lookup
-        self._root_layers: list[pathspec.GitIgnoreSpec] | None = None
-        self._dir_specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
-        self._chains: dict[str, list[tuple[int, pathspec.GitIgnoreSpec]]] = {}
+        self._root_layers: list[RuleSet] | None = None
+        self._dir_specs: dict[str, RuleSet | None] = {}
+        self._chains: dict[str, list[tuple[int, RuleSet]]] = {}
 
     @property
     def active(self) -> bool:
         o = self.options
         return o.git or o.gemini or o.defaults
 
-    def _root(self) -> list[pathspec.GitIgnoreSpec]:
+    def _root(self) -> list[RuleSet]:
         if self._root_layers is None:
             layers = []
             if self.options.defaults:
-                layers.append(_DEFAULT_SPEC)
+                layers.append(_default_rules())
             if self.options.git:
                 spec = self._lookup(GIT_INFO_EXCLUDE)
                 if spec is not None:
@@ -159,17 +128,17 @@ class IgnoreRules:
             self._root_layers = layers
         return self._root_layers
 
-    def _gitignore(self, dir_rel: str) -> pathspec.GitIgnoreSpec | None:
+    def _gitignore(self, dir_rel: str) -> RuleSet | None:
         if dir_rel not in self._dir_specs:
             self._dir_specs[dir_rel] = self._lookup(f"{dir_rel}/{GITIGNORE}" if dir_rel else GITIGNORE)
         return self._dir_specs[dir_rel]
 
-    def _gemini(self) -> pathspec.GitIgnoreSpec | None:
+    def _gemini(self) -> RuleSet | None:
         if "\0gemini" not in self._dir_specs:
             self._dir_specs["\0gemini"] = self._lookup(GEMINIIGNORE)
         return self._dir_specs["\0gemini"]
 
-    def _chain(self, dir_rel: str) -> list[tuple[int, pathspec.GitIgnoreSpec]]:
+    def _chain(self, dir_rel: str) -> list[tuple[int, RuleSet]]:
         """The `.gitignore`s that apply to entries of `dir_rel`, root first, with the length of the prefix
         to cut from a path to make it relative to each one's directory."""
         chain = self._chains.get(dir_rel)
@@ -193,18 +162,18 @@ class IgnoreRules:
         probe = rel + "/" if is_dir else rel
         verdict: bool | None = None
         for spec in self._root():
-            hit = _check(spec, probe)
+            hit = spec.check(probe)
             if hit is not None:
                 verdict = hit
         if self.options.git:
             for cut, spec in self._chain(rel.rpartition("/")[0]):
-                hit = _check(spec, probe[cut:])
+                hit = spec.check(probe[cut:])
                 if hit is not None:
                     verdict = hit
         if self.options.gemini:
             spec = self._gemini()
             if spec is not None:
-                hit = _check(spec, probe)
+                hit = spec.check(probe)
                 if hit is not None:
                     verdict = hit
         return bool(verdict)

@@ -13,10 +13,10 @@ checkout is not required, as in coretools). Everything else is switched off
 explicitly with `--ignore-file`, which rg matches relative to its working directory and ranks *below*
 every in-tree `.gitignore`, in this order (lowest first): the default excludes, `<root>/.git/info/exclude`,
 the `.gitignore`s of the directories between the root and the search directory (re-anchored at the search
-directory, see `reroot`), and `<root>/.geminiignore`. Up to `.geminiignore` this is exactly coretools'
+directory, see `coretools.sandbox.rgglobs.reroot`), and `<root>/.geminiignore`. Up to `.geminiignore` this is exactly coretools'
 precedence. `.geminiignore` ranks above the `.gitignore`s in coretools but below them in rg, which only
-matters when it *un-ignores* (`!pattern`): then `rg_rules` returns None and the caller uses the Python
-engine. Without negations rg can only see a superset (a `.gitignore` `!keep` beating a `.geminiignore`
+matters when it *un-ignores* (`!pattern`): then `rg_rules` returns None and the caller walks instead
+(search then hands rg the walked files by name). Without negations rg can only see a superset (a `.gitignore` `!keep` beating a `.geminiignore`
 `keep`): the paths where `.geminiignore` matches a component. So callers re-check what rg reports
 (`Recheck`) with `.geminiignore` alone when rg searched a root, and with the whole `IgnoreRules` the walk
 uses when the rules had to be re-anchored for a subdirectory (`reroot`) or a `--glob` override (which beats
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import select
 import shutil
 import signal
@@ -47,6 +46,9 @@ from coretools.server.ignore import (
     IgnoreOptions,
     IgnoreRules,
 )
+from coretools.sandbox.matcher import NodeMatcher
+from coretools.sandbox.patterns import PatternError, alt, gitignore_segment, parse_glob
+from coretools.sandbox.rgglobs import reroot, segment_matcher, strip_trailing_spaces
 from coretools.server.workspace import protected_name
 
 BASE_FLAGS = (
@@ -268,23 +270,33 @@ class NameRules:
     def _line_may_hide(self, line: str) -> bool:
         if line.startswith("!") or not line.isascii():
             return True
-        last = _strip_trailing_spaces(line).rstrip("/").rpartition("/")[2]
+        last = strip_trailing_spaces(line).rstrip("/").rpartition("/")[2]
         if not last:
             return True
-        wild = re.search(r"[*?\[\]\\]", last) is not None
+        wild = any(ch in _WILD for ch in last)
         for name in self._names:
             if "*" not in name:
-                if re.fullmatch(_segment_regex(last).pattern, name, re.IGNORECASE | re.DOTALL):
+                if segment_matcher(last, True)(name):
                     return True
             elif not wild:
-                if re.fullmatch(".*".join(map(re.escape, name.split("*"))), last.lower(), re.DOTALL):
+                if _name_matcher(name)(last.lower()):
                     return True
             else:  # both end in literal text after their last wildcard: a name can end in both only if one ends the other
-                tail = re.split(r"[*?\[\]\\]", last)[-1].lower()
+                cut = max(last.rfind(ch) for ch in _WILD)
+                tail = last[cut + 1 :].lower()
                 mine = name.rpartition("*")[2]
                 if tail.endswith(mine) or mine.endswith(tail):
                     return True
         return False
+
+
+_WILD = "*?[]\\"
+
+
+@functools.lru_cache(maxsize=256)
+def _name_matcher(name: str):
+    """A name pattern of text and `*` (`*` any text) as a test of a string."""
+    return NodeMatcher(parse_glob(name, paths=False, negate=False).segments[0], False, name)
 
 
 def file_name_test(lines: list[str]) -> Callable[[str], bool]:
@@ -293,15 +305,17 @@ def file_name_test(lines: list[str]) -> Callable[[str], bool]:
     the files it cannot judge differently by their own names. `**` as the last component matches any."""
     alternatives = {}  # (a dict: one of each, in order)
     for line in lines:
-        body = _strip_trailing_spaces(line[1:] if line.startswith("!") else line).rstrip("/")
+        body = strip_trailing_spaces(line[1:] if line.startswith("!") else line).rstrip("/")
         last = body.rpartition("/")[2]
         if not last or "**" in last:
             return lambda name: True
-        alternatives[_segment_regex(last).pattern] = None
+        try:
+            alternatives[gitignore_segment(last)] = None
+        except PatternError:  # a line git discards hides nothing
+            continue
     if not alternatives:
         return lambda name: False
-    test = re.compile("(?:" + "|".join(alternatives) + ")", re.IGNORECASE | re.DOTALL).fullmatch
-    return lambda name: test(name) is not None
+    return NodeMatcher(alt(*alternatives), True, "ignore rules")
 
 
 def ignore_lines(data: bytes | None) -> list[str]:
@@ -318,147 +332,6 @@ def _lines(data: bytes | None) -> list[str]:
         if line and not line.startswith("#"):
             out.append(line)
     return out
-
-
-def reroot(lines: list[str], tail: list[str]) -> list[str]:
-    """Rewrite gitignore lines written for directory D so they mean the same for paths below D/<tail>.
-
-    Patterns are matched like pathspec does (a pattern that matches a directory also matches everything
-    below it). A pattern that matches the search directory or one of its ancestors thus matches everything
-    in it and becomes `*`; an anchored pattern is consumed component by component (`**` may take any
-    number of them) and what is left is anchored at the search directory.
-    """
-    if not tail:
-        return list(lines)
-    out: list[str] = []
-    for line in lines:
-        neg = line.startswith("!")
-        body = _strip_trailing_spaces(line[1:] if neg else line)
-        dir_only = body.endswith("/") and not body.endswith("\\/")
-        core = body.rstrip("/")
-        if not core:
-            continue
-        if core.startswith("/"):
-            segs = core[1:].split("/")
-        elif "/" in core:
-            segs = core.split("/")
-        else:
-            segs = ["**", core]
-        segs = [s for s in segs if s != ""] or ["**"]
-        residuals = list(dict.fromkeys(tuple(r) for r in _consume(tuple(segs), tuple(tail))))
-        if () in residuals or ("**",) in residuals:
-            residuals = [()]  # matches everything below the search directory
-        for residual in residuals:
-            pattern = "/" + "/".join(residual) + ("/" if dir_only else "") if residual else "*"
-            out.append(("!" if neg else "") + pattern)
-    return out
-
-
-def _strip_trailing_spaces(body: str) -> str:
-    while body.endswith(" ") and not body.endswith("\\ "):
-        body = body[:-1]
-    return body
-
-
-def _consume(segs: tuple[str, ...], comps: tuple[str, ...]) -> list[tuple[str, ...]]:
-    if not comps:
-        return [segs]
-    if not segs:
-        return [()]  # the pattern matched an ancestor: everything below it matches
-    head = segs[0]
-    if head == "**":
-        rest = segs[1:]
-        found = _consume(rest, comps) if rest else [()]
-        return found + _consume(segs, comps[1:])
-    if _segment_regex(head).fullmatch(comps[0]):
-        return _consume(segs[1:], comps[1:])
-    return []
-
-
-@functools.lru_cache(maxsize=1024)
-def _segment_regex(seg: str) -> re.Pattern[str]:
-    """One path component of a gitwildmatch pattern as a regex (`*`, `?`, `[...]`, `\\x`)."""
-    out = []
-    i = 0
-    while i < len(seg):
-        ch = seg[i]
-        if ch == "\\" and i + 1 < len(seg):
-            out.append(re.escape(seg[i + 1]))
-            i += 2
-            continue
-        if ch == "*":
-            while i + 1 < len(seg) and seg[i + 1] == "*":
-                i += 1
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = seg.find("]", i + 2 if seg[i + 1 : i + 2] in ("!", "^", "]") else i + 1)
-            if end < 0:
-                out.append(re.escape(ch))
-            else:
-                body = seg[i + 1 : end]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    try:
-        return re.compile("".join(out), re.DOTALL)
-    except re.error:
-        return re.compile(re.escape(seg))
-
-
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """An `include` glob with rg `--glob` semantics as a regex over a path relative to the search directory:
-    no slash matches the file name at any depth, a slash anchors it; `**`, `*`, `?`, `[...]`, `{a,b}`."""
-    anchored = "/" in glob.rstrip("/")
-    glob = glob.lstrip("/") if glob.startswith("/") else glob
-    parts = glob.split("/")
-    out: list[str] = []
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        if part == "**":
-            out.append("(?:.*/)?" if not last else ".*")
-            continue
-        out.append(_brace_regex(part))
-        if not last:
-            out.append("/")
-    body = "".join(out)
-    return re.compile(body if anchored else f"(?:.*/)?{body}", re.DOTALL)
-
-
-def _brace_regex(part: str) -> str:
-    depth_start = part.find("{")
-    if depth_start < 0:
-        return _segment_regex(part).pattern
-    depth = 0
-    for j in range(depth_start, len(part)):
-        if part[j] == "{":
-            depth += 1
-        elif part[j] == "}":
-            depth -= 1
-            if depth == 0:
-                inner = _split_top(part[depth_start + 1 : j])
-                alts = "|".join(_brace_regex(alt) for alt in inner)
-                return _brace_regex(part[:depth_start]) + f"(?:{alts})" + _brace_regex(part[j + 1 :])
-    return _segment_regex(part).pattern
-
-
-def _split_top(s: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in s:
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-            continue
-        depth += ch == "{"
-        depth -= ch == "}"
-        cur.append(ch)
-    parts.append("".join(cur))
-    return parts
 
 
 # -- running ----------------------------------------------------------------------------------------------

@@ -530,7 +530,7 @@ class Workspace:
     def ignore_rules(self, root: int, options: IgnoreOptions) -> IgnoreRules:
         return IgnoreRules(lambda rel: self._ignore_spec(root, rel), options)
 
-    def _ignore_spec(self, root: int, rel_file: str):  # -> pathspec.GitIgnoreSpec | None
+    def _ignore_spec(self, root: int, rel_file: str):  # -> RuleSet | None
         return self._ignore_entry(root, rel_file)[0]
 
     def ignore_source(self, root: int, rel_file: str) -> bytes | None:
@@ -539,7 +539,7 @@ class Workspace:
         walk applies. None when it does not exist or cannot be read."""
         return self._ignore_entry(root, rel_file)[1]
 
-    def _ignore_entry(self, root: int, rel_file: str):  # -> (pathspec.GitIgnoreSpec | None, bytes | None)
+    def _ignore_entry(self, root: int, rel_file: str):  # -> (RuleSet | None, bytes | None)
         try:
             st = os.stat(rel_file, dir_fd=self.roots[root].fd, follow_symlinks=False)
         except OSError:

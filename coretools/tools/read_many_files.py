@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -295,13 +294,28 @@ def encoded_size(size: int) -> int:
 
 
 def _names_extension(pattern: str, ext: str) -> bool:
-    """Does a (lower-cased) pattern ask for this extension: `*.png`, or a brace list such as `*.{png,md}`?"""
+    """Does a (lower-cased) pattern ask for this extension: `*.png`, or a brace list such as `*.{png,md}`
+    (an item of a list opened by `.{` and closed by the next `}`)? One pass over the pattern."""
     if not ext:
         return False
     if ext in pattern:
         return True
-    bare = re.escape(ext[1:])
-    return re.search(rf"\.\{{(?:[^}}]*,)?{bare}(?:,[^}}]*)?\}}", pattern) is not None
+    bare = ext[1:]
+    closes_after = [False] * (len(pattern) + 1)  # is there a `}` at or after each position?
+    for at in range(len(pattern) - 1, -1, -1):
+        closes_after[at] = closes_after[at + 1] or pattern[at] == "}"
+    in_list = False  # inside a `.{` list not yet closed
+    for at, ch in enumerate(pattern):
+        starts_item = in_list and (pattern[at - 1] == "," or pattern[at - 2 : at] == ".{")
+        if starts_item and pattern.startswith(bare, at):
+            end = at + len(bare)
+            if end < len(pattern) and (pattern[end] == "}" or (pattern[end] == "," and closes_after[end])):
+                return True
+        if ch == "}":
+            in_list = False
+        elif ch == "{" and at and pattern[at - 1] == ".":
+            in_list = True
+    return False
 
 
 def _skipped_text(skipped: list[tuple[str, str]], limit: int = 50) -> str:

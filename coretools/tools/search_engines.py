@@ -4,13 +4,16 @@ Both search the same files (the workspace walk's: ignore rules, protected paths 
 binary files skipped), case-insensitively, line by line, and report into one `Collector`, so the tool
 formats their results identically and the tests can compare them.
 
-Python fallback vs ripgrep's regex dialect (documented differences): patterns are translated for the
-common Rust-only spellings (`(?<name>...)`, `\\z`, `\\x{...}`, `[[:alpha:]]` classes); `\\p{...}` classes,
-look-around and backreferences are refused (ripgrep has no look-around or backreferences either). Python's
-`re` backtracks, so the fallback refuses nested repetition such as `(a+)+` that could run for exponential
-time; ripgrep's engine is linear and accepts it. Case-insensitive matching uses Python's case folding,
-which differs from Rust's for a few characters. Files are decoded as UTF-8 (UTF-16 with a byte-order mark
-is transcoded, as ripgrep does); invalid bytes can match `.` in Python but not in ripgrep.
+When a `.geminiignore` un-ignores (`!pattern`), ripgrep cannot express our precedence of the rules; the
+search still runs on ripgrep: the workspace walk (the pattern engine, exact rules) picks the files, and
+ripgrep searches them named on its command line, a batch at a time.
+
+The fallback (no working rg binary, or `--search-engine python`) runs the caller's regex on RE2, which,
+like ripgrep's engine, matches in time linear in the text: a pattern such as `(a|aa)+$` cannot make it
+spin. Rust-only spellings are translated (`(?<name>...)`); look-around and backreferences, which neither
+engine has, are refused with a message naming them. Case-insensitive matching is RE2's simple case
+folding, as in ripgrep. Files are decoded as UTF-8 (UTF-16 with a byte-order mark is transcoded, as
+ripgrep does); an invalid byte is one character that `.` matches, where ripgrep's `.` does not.
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from coretools.errors import ToolError
+from coretools.sandbox.matcher import NodeMatcher, encode
+from coretools.sandbox.patterns import parse_include
+from coretools.sandbox.rgglobs import include_flags
 from coretools.server import ripgrep
 from coretools.server.ignore import IgnoreOptions
 from coretools.server.workspace import Location, WalkReport, Workspace
@@ -285,15 +291,6 @@ class _Reported:
             self.fd = -1
 
 
-def include_flags(include: str) -> tuple[list[str], bool]:
-    """rg flags for an `include` glob, and whether they can override ignore rules. A glob without a slash
-    matches file names, which an rg file type does too, and types (unlike `--glob`, whose matches beat
-    every ignore rule) only narrow what the ignore rules let through."""
-    if "/" in include or ":" in include or include.startswith("!"):
-        return ["--glob", include], True
-    return ["--type-add", f"coretoolsinclude:{include}", "--type", "coretoolsinclude"], False
-
-
 class RipgrepEngine:
     name = "ripgrep"
 
@@ -301,17 +298,15 @@ class RipgrepEngine:
         self.binary = binary
 
     def search(self, job: Job) -> bool:
-        """Search every target; False (before anything is collected) when rg cannot express the rules."""
+        """Search every target (always True: ripgrep searches whatever the rules)."""
         ws, targets, req = job.ws, job.targets, job.req
-        plans = []
+        plans: list[tuple[Target, ripgrep.RgRules | None]] = []
         for target in targets:
             if target.is_dir:
                 rules = ripgrep.rg_rules(
                     lambda rel, t=target: ws.ignore_source(t.root, rel), target.rel, SEARCH_OPTIONS,
                     req.allow_protected,
-                )
-                if rules is None:
-                    return False
+                )  # None: rg cannot express them; the walk picks the files (`_listed`)
             else:
                 rules = ripgrep.RgRules(["--no-config", "--no-messages"])
             plans.append((target, rules))
@@ -338,8 +333,11 @@ class RipgrepEngine:
         fd = view.open_regular(f"{target.rel}/{rel}" if target.rel else rel)
         return None if fd is None else _Reported((target.index, target.display_prefix + rel), fd)
 
-    def _one(self, job: Job, target: Target, rules: ripgrep.RgRules, view) -> None:
+    def _one(self, job: Job, target: Target, rules: ripgrep.RgRules | None, view) -> None:
         ws, req, out = job.ws, job.req, job.out
+        if rules is None:
+            self._listed(job, target, view)
+            return
         argv = [self.binary, "--json", "--ignore-case", *rules.flags, "--regexp", req.pattern]
         if target.is_dir:
             options = rules.recheck_options(SEARCH_OPTIONS)
@@ -355,6 +353,38 @@ class RipgrepEngine:
             cwd = "/"
             recheck = None
         run = ripgrep.RgRun(argv, cwd, rules.ignore_files, timeout=req.timeout, check=job.check)
+        self._collect(job, target, run, recheck, view)
+        _finish(run, req, out)
+
+    def _listed(self, job: Job, target: Target, view) -> None:
+        """A directory whose rules rg cannot express (a `.geminiignore` that un-ignores): the workspace walk
+        (exact rules, protected names hidden) picks the files and applies `include`; rg searches them,
+        named on its command line (where no ignore rule applies), a batch at a time."""
+        ws, req, out = job.ws, job.req, job.out
+        deadline = time.monotonic() + req.timeout
+        cut = len(target.rel) + 1 if target.rel else 0
+        walked = ws.walk(Location(target.root, target.rel, target.path), SEARCH_OPTIONS, report=WalkReport(),
+                         cancelled=job.check)
+        files = (entry.rel[cut:] for entry in walked)
+        if req.include:
+            files = filter(NodeMatcher(parse_include(req.include), source=req.include), files)
+        cwd = ripgrep.dir_cwd(target.fd, target.path)
+        for batch in _batches(files):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                out.stopped = f"the search was stopped after {req.timeout:g} seconds"
+                return
+            argv = [self.binary, "--json", "--ignore-case", *_LISTED_FLAGS, "--regexp", req.pattern, "--", *batch]
+            run = ripgrep.RgRun(argv, cwd, timeout=left, check=job.check)
+            self._collect(job, target, run, None, view)
+            _finish(run, req, out)
+            if out.stopped:
+                return
+
+    def _collect(self, job: Job, target: Target, run: ripgrep.RgRun, recheck, view) -> None:
+        """Read one rg run's JSON into the collector: each file it reports opened again through the gateway
+        (and, with `recheck`, judged by our rules first), each line kept only as that copy confirms it."""
+        ws, req, out = job.ws, job.req, job.out
         current: _Reported | None = None
         last_progress = time.monotonic()
         try:
@@ -369,10 +399,10 @@ class RipgrepEngine:
                             current.close()
                         current = None
                         rel = None
-                        if recheck is not None:
+                        if target.is_dir:
                             rel = _begin_path(head)
                             rel = rel[2:] if rel.startswith("./") else rel
-                            if not recheck.visible(rel):
+                            if recheck is not None and not recheck.visible(rel):
                                 continue
                         current = self._open_reported(ws, target, rel, view)
                         if current is None:
@@ -392,21 +422,47 @@ class RipgrepEngine:
         finally:
             if current is not None:
                 current.close()
-        if run.stopped:
-            out.stopped = run.stopped
-            return
-        if run.returncode not in (0, 1):
-            message = run.stderr.decode("utf-8", "replace").strip()
-            if "regex" in message:
-                raise ToolError(
-                    f"Invalid regular expression pattern provided: {req.pattern}. Error: {_rg_error(message)} "
-                    "Fix the pattern (ripgrep / Rust regex syntax; escape literal characters such as "
-                    "( ) [ ] { } . * + ? | \\ with a backslash).",
-                    "invalid_tool_params",
-                )
-            if message and run.returncode != 2:
-                raise ToolError(f"Error during search: ripgrep failed: {message[:2000]}", "grep_execution_error")
-            # exit code 2 otherwise means some files could not be read; the rest stands
+
+
+_LISTED_FLAGS = ("--no-config", "--no-messages", "--no-ignore", "--hidden")
+_BATCH_FILES = 2000
+_BATCH_BYTES = 96 * 1024  # of arguments per rg run, well below the kernel's limits
+
+
+def _batches(files) -> Iterator[list[str]]:
+    """Paths (relative to rg's working directory) as `./path` arguments, in batches; one batch naming
+    /dev/null when there are none, so that rg still checks the regex."""
+    batch: list[str] = []
+    size = 0
+    given = False
+    for rel in files:
+        batch.append("./" + rel)
+        size += len(rel) + 3
+        if len(batch) >= _BATCH_FILES or size >= _BATCH_BYTES:
+            yield batch
+            given = True
+            batch, size = [], 0
+    if batch or not given:
+        yield batch or [os.devnull]
+
+
+def _finish(run: ripgrep.RgRun, req: Request, out: Collector) -> None:
+    """What a finished rg run's exit says: stopped early, an invalid regex, or a failure."""
+    if run.stopped:
+        out.stopped = run.stopped
+        return
+    if run.returncode not in (0, 1):
+        message = run.stderr.decode("utf-8", "replace").strip()
+        if "regex" in message:
+            raise ToolError(
+                f"Invalid regular expression pattern provided: {req.pattern}. Error: {_rg_error(message)} "
+                "Fix the pattern (ripgrep / Rust regex syntax; escape literal characters such as "
+                "( ) [ ] { } . * + ? | \\ with a backslash).",
+                "invalid_tool_params",
+            )
+        if message and run.returncode != 2:
+            raise ToolError(f"Error during search: ripgrep failed: {message[:2000]}", "grep_execution_error")
+        # exit code 2 otherwise means some files could not be read; the rest stands
 
 
 def _rg_error(message: str) -> str:
@@ -417,102 +473,51 @@ def _rg_error(message: str) -> str:
 
 # -- pure Python ------------------------------------------------------------------------------------------
 
-_POSIX_CLASSES = {
-    "alnum": "a-zA-Z0-9",
-    "alpha": "a-zA-Z",
-    "ascii": "\\x00-\\x7F",
-    "blank": " \\t",
-    "cntrl": "\\x00-\\x1F\\x7F",
-    "digit": "0-9",
-    "graph": "!-~",
-    "lower": "a-z",
-    "print": " -~",
-    "punct": "!-/:-@\\[-`{-~",
-    "space": " \\t\\n\\r\\f\\v",
-    "upper": "A-Z",
-    "word": "A-Za-z0-9_",
-    "xdigit": "0-9A-Fa-f",
-}
 
+class LineRegex:
+    """A caller's regex (ripgrep's dialect) on RE2, case-insensitive: `search(text)` over one line, and
+    `anywhere(text)` over a whole text (`^`/`$` at line boundaries), both linear in the text."""
 
-def python_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a ripgrep (Rust regex) pattern for Python's `re`, or raise a ToolError naming the problem."""
-    problem = _unsupported(pattern)
-    if problem:
-        raise ToolError(
-            f"Invalid regular expression pattern provided: {pattern}. Error: {problem}",
-            "invalid_tool_params",
-        )
-    translated = pattern.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!")
-    translated = re.sub(r"(?<!\\)\\z", r"\\Z", translated)
-    translated = re.sub(r"\\x\{([0-9a-fA-F]{1,6})\}", lambda m: f"\\U{int(m.group(1), 16):08x}", translated)
-    translated = re.sub(
-        r"\[:(\^?)(\w+):\]",
-        lambda m: ("^" if m.group(1) else "") + _POSIX_CLASSES.get(m.group(2), m.group(0)),
-        translated,
-    )
-    try:
-        return re.compile(translated, re.IGNORECASE | re.MULTILINE)
-    except re.error as exc:
-        raise ToolError(
-            f"Invalid regular expression pattern provided: {pattern}. Error: {exc}. Fix the pattern (escape "
-            "literal characters such as ( ) [ ] { } . * + ? | \\ with a backslash).",
-            "invalid_tool_params",
-        ) from None
+    def __init__(self, pattern: str) -> None:
+        from coretools.sandbox.matcher import compile_program
+
+        problem = _unsupported(pattern)
+        if problem:
+            raise ToolError(
+                f"Invalid regular expression pattern provided: {pattern}. Error: {problem}",
+                "invalid_tool_params",
+            )
+        translated = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
+        try:
+            self._line, self._text = (compile_program(f"(?{flags}:{translated})") for flags in ("i", "im"))
+        except ValueError as exc:
+            raise ToolError(
+                f"Invalid regular expression pattern provided: {pattern}. Error: {exc}. Fix the pattern (escape "
+                "literal characters such as ( ) [ ] { } . * + ? | \\ with a backslash; the fallback engine "
+                "reads RE2 syntax, close to ripgrep's).",
+                "invalid_tool_params",
+            ) from None
+        self.anchored = _ANCHORS.search(pattern) is not None
+
+    def search(self, line: str) -> bool:
+        return self._line.search(encode(line))
+
+    def anywhere(self, text: str) -> bool:
+        return self._text.search(encode(text))
 
 
 def _unsupported(pattern: str) -> str | None:
     if re.search(r"\(\?<?[=!]", pattern):
-        return "look-around, including look-ahead and look-behind, is not supported."
-    if re.search(r"(?<!\\)\\[1-9]", pattern):
-        return "backreferences are not supported."
-    if re.search(r"(?<!\\)\\[pP]", pattern):
-        return r"Unicode classes (\p{...}) are not supported by the fallback search engine."
-    if _nested_repetition(pattern):
         return (
-            "nested repetition such as (a+)+ can take exponential time in the fallback search engine "
-            "(ripgrep is not available); simplify the pattern."
+            "look-around, including look-ahead and look-behind, is not supported (neither by ripgrep nor by "
+            "the fallback engine)."
         )
+    if re.search(r"(?<!\\)\\[1-9]", pattern):
+        return "backreferences are not supported (neither by ripgrep nor by the fallback engine)."
     return None
 
 
-def _nested_repetition(pattern: str) -> bool:
-    """A group that contains an unbounded repetition and is itself repeated without bound."""
-    stack: list[bool] = []
-    inner = False
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            end = pattern.find("]", i + 2)
-            i = end + 1 if end > 0 else len(pattern)
-            continue
-        if ch == "(":
-            stack.append(inner)
-            inner = False
-        elif ch == ")" and stack:
-            repeated = _unbounded_at(pattern, i + 1)
-            if inner and repeated:
-                return True
-            inner = stack.pop() or inner or repeated
-        elif _unbounded_at(pattern, i):
-            inner = True
-        i += 1
-    return False
-
-
-def _unbounded_at(pattern: str, i: int) -> bool:
-    if i >= len(pattern):
-        return False
-    if pattern[i] in "*+":
-        return True
-    return bool(re.match(r"\{\d*,\}", pattern[i:]))
-
-
-_ANCHORS = re.compile(r"\\[AZ]")
+_ANCHORS = re.compile(r"\\[Az]")
 
 
 def decode_text(data: bytes) -> str:
@@ -528,8 +533,8 @@ class PythonEngine:
 
     def search(self, job: Job) -> bool:
         ws, targets, req, out, check, progress = job.ws, job.targets, job.req, job.out, job.check, job.progress
-        rx = python_regex(req.pattern)
-        include = ripgrep.glob_regex(req.include) if req.include else None
+        rx = LineRegex(req.pattern)
+        include = NodeMatcher(parse_include(req.include), source=req.include) if req.include else None
         deadline = time.monotonic() + req.timeout
         last = time.monotonic()
         for target in targets:
@@ -543,7 +548,7 @@ class PythonEngine:
             else:
                 files = iter([(target.rel, None)])
             for rel, shown_rel in files:
-                if shown_rel is not None and include is not None and not include.fullmatch(shown_rel):
+                if shown_rel is not None and include is not None and not include(shown_rel):
                     continue
                 if time.monotonic() > deadline:
                     out.stopped = f"the search was stopped after {req.timeout:g} seconds"
@@ -565,8 +570,8 @@ class PythonEngine:
         if b"\0" in data and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
             return
         text = decode_text(data)
-        if rx.search(text) is None and not _ANCHORS.search(rx.pattern):
-            return  # a match in a line is a match in the text (MULTILINE), unless \\A or \\Z anchor it
+        if not rx.anchored and not rx.anywhere(text):
+            return  # a match in a line is a match in the text (multi-line), unless \\A or \\z anchor it
         key = (target.index, target.display_prefix + shown_rel if shown_rel is not None else target.path)
         count = 0
         lines: list[tuple[int, str]] = []
@@ -574,7 +579,7 @@ class PythonEngine:
         if rows and rows[-1] == "":
             rows.pop()
         for number, line in enumerate(rows, 1):
-            if rx.search(line) is not None:
+            if rx.search(line):
                 count += 1
                 if len(lines) < req.cap:
                     lines.append((number, clip(line)))

@@ -34,6 +34,8 @@ import anyio
 import anyio.from_thread
 
 from coretools.errors import ToolError
+from coretools.sandbox.matcher import GlobSet
+from coretools.sandbox.rgglobs import name_glob
 from coretools.server.ignore import DEFAULT_EXCLUDES, GEMINIIGNORE, GIT_INFO_EXCLUDE, GITIGNORE, IgnoreOptions
 from coretools.server.workspace import DirEntry, Location, NoFollowView, WalkBounds, WalkReport, Workspace
 from coretools.tools.base import ToolContext
@@ -42,45 +44,34 @@ PROGRESS_EVERY = 2000
 RG_WALK_TIMEOUT = 600.0
 
 
-# wcmatch is imported on first use: it costs ~6 MB of RSS, which a server that never globs need not pay.
 def globmatch(rel: str, patterns: str | list[str], case_sensitive: bool = False) -> bool:
-    """Glob matching of a relative path: `**` (globstar), braces, extglob, dot files, `!` negation."""
+    """Glob matching of a relative path: `**` (globstar), braces, extglob, dot files, `!` negation (the
+    pattern engine, `coretools.sandbox`: linear in the path's length)."""
     key = patterns if isinstance(patterns, str) else tuple(patterns)
     return _matcher(key, case_sensitive)(rel)
 
 
 @functools.lru_cache(maxsize=256)
 def _matcher(patterns: str | tuple[str, ...], case_sensitive: bool) -> Callable[[str], bool]:
-    # wcmatch's own regexes, compiled once and used directly: `globmatch` (and a compiled matcher) set up
-    # per call what only the file-system-aware modes need, ~10x the cost of the match. Without REALPATH a
-    # path matches when an include regex matches it whole and no exclude (`!` pattern) does.
-    import re
-
-    from wcmatch import glob as wglob
-
-    flags = wglob.GLOBSTAR | wglob.BRACE | wglob.EXTGLOB | wglob.DOTGLOB | wglob.NEGATE | wglob.GLOBSTARLONG
-    if not case_sensitive:
-        flags |= wglob.IGNORECASE
-    include, exclude = wglob.translate(patterns if isinstance(patterns, str) else list(patterns), flags=flags)
-    inc = [re.compile(p).fullmatch for p in include]
-    exc = [re.compile(p).fullmatch for p in exclude]
-    if len(inc) == 1 and not exc:
-        only = inc[0]
-        return lambda path: only(path) is not None
-    return lambda path: any(m(path) for m in inc) and not any(m(path) for m in exc)
+    return GlobSet.of([patterns] if isinstance(patterns, str) else patterns, not case_sensitive)
 
 
 def glob_escape(pattern: str) -> str:
-    from wcmatch import glob as wglob
+    """`pattern` with every glob character escaped, so that it matches itself only."""
+    return "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in pattern)
 
-    return wglob.escape(pattern)
+
+_GLOB_CHARS = frozenset("*?[]{}()!@+|\\")
 
 
 def name_matches(name: str, patterns: list[str]) -> bool:
     """Match a bare file name against glob patterns (braces and extglob, dot files included)."""
-    from wcmatch import fnmatch
+    return _name_matcher(tuple(patterns))(name)
 
-    return fnmatch.fnmatch(name, patterns, flags=fnmatch.BRACE | fnmatch.EXTMATCH | fnmatch.DOTMATCH)
+
+@functools.lru_cache(maxsize=256)
+def _name_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    return GlobSet.of(patterns, False, paths=False, negate=False)
 
 
 def has_magic(pattern: str) -> bool:
@@ -444,7 +435,9 @@ class _GlobRun:
         self.globs = list(names.globs) + ([GITIGNORE] if options.git else [])
         self._every = ws.ignore_rules(root, options)
         self._usual = ws.ignore_rules(root, recheck_options) if recheck_options is not None else None
-        self._let_in = re.compile(_globs_regex(self.globs, "[^/]*"), re.DOTALL).fullmatch
+        # the names the globs stand for, case ignored (a superset is safe: such a directory is judged by
+        # every rule, which agrees with rg's verdict wherever rg applied the rules itself)
+        self._let_in = GlobSet.of([*names.names, GITIGNORE], True, paths=False, negate=False)
         self._dir_tails = _dir_tails([glob for glob in self.globs if glob != GITIGNORE])
         # files are never judged by rules here (see judge_files): `files` says no directory needs it
         self.recheck = ripgrep.Recheck(
@@ -547,24 +540,14 @@ class _DirRules:
 def _dir_tails(globs: list[str]) -> list[bytes] | None:
     """What a batch of rg's paths (joined by NULs, lower-cased) must contain for one of its directories to
     match one of `globs`: the text after a glob's last `*`, lower-cased (a class `[xX]` is a letter either
-    way), then "/". None when a glob ends in `*` (any directory can match)."""
+    way), then "/". None when a glob ends in `*` or a `{..}` stands after it (any directory can match)."""
     tails = []
     for glob in globs:
         tail = glob.rpartition("*")[2]
-        if not tail:
+        if not tail or "{" in tail:  # (an alternation of a letter's case pairs: any directory, to be safe)
             return None
         tails.append((re.sub(r"\[(.)[^\]]*\]", r"\1", tail).lower() + "/").encode())
     return tails
-
-
-def _globs_regex(globs: list[str], star: str) -> str:
-    """A regex (source) matching what any of `globs` matches, as `name_filter` writes them (text, `*`,
-    two-letter classes) or `.gitignore`; `star` is what `*` becomes."""
-    alts = []
-    for glob in globs:
-        tokens = re.findall(r"\[[^\]]*\]|.", glob, re.DOTALL)
-        alts.append("".join(star if t == "*" else t if t.startswith("[") else re.escape(t) for t in tokens))
-    return "(?:" + "|".join(alts) + ")"
 
 
 def _judged_counting(batch: list[bytes], wanted: Callable[[bytes], object] | None, recheck) -> list[str]:
@@ -591,14 +574,29 @@ def _ignored_by_rules(debug_line: bytes) -> bool:
     return b": ignoring ./" in debug_line
 
 
+class RawPathTest:
+    """A test of rg's raw paths (`./a/b.py`, relative to the walked directory) by a glob (the whole path) or
+    by the name part of one (its last component): `search(raw)` is true-ish when it matches."""
+
+    def __init__(self, pattern: str, case_sensitive: bool, whole: bool, top: bool) -> None:
+        self._test = GlobSet.of([pattern], not case_sensitive, paths=whole, negate=False)
+        self._whole, self._top = whole, top
+
+    def search(self, raw: bytes) -> bool | None:
+        rel = raw[2:].decode("utf-8", "surrogateescape")
+        if self._top and "/" in rel:
+            return None
+        return self._test(rel if self._whole else rel.rpartition("/")[2]) or None
+
+
 @dataclass(frozen=True)
 class NameFilter:
     """A test of rg's raw paths (`./a/b.py`) that accepts every path a glob matches; `exact`: only those.
-    `globs`: file-name globs for rg (globset syntax: text, `*` and two-letter classes such as `[pP]`;
-    braces expanded) that together accept at least the names `regex` does; `top`: only files directly in
-    the walked directory can match."""
+    `globs`: file-name globs for rg (globset syntax: text, `*` and classes of a letter's case pairs such as
+    `[sSſ]`; braces expanded) that together accept at least the names `regex` does; `top`: only files
+    directly in the walked directory can match."""
 
-    regex: re.Pattern[bytes]
+    regex: RawPathTest
     exact: bool
     globs: tuple[str, ...] = ("*",)
     top: bool = False
@@ -609,8 +607,6 @@ class NameFilter:
 _PLAIN = r"[A-Za-z0-9._\- ]"
 # `*` may not stand inside a `{a,b}` list: `*{*,x}` expands to a globstar.
 _NAME_GLOB = re.compile(rf"[A-Za-z0-9._\- *]*(?:\{{{_PLAIN}+(?:,{_PLAIN}+)+\}}[A-Za-z0-9._\- *]*)*")
-# Python's case-insensitive matching (which wcmatch uses) pairs these ASCII letters with non-ASCII ones too.
-_UNICODE_FOLDS = {"i": "iI\u0130\u0131", "k": "kK\u212a", "s": "sS\u017f"}
 
 
 def name_filter(pattern: str, case_sensitive: bool) -> NameFilter | None:
@@ -618,63 +614,24 @@ def name_filter(pattern: str, case_sensitive: bool) -> NameFilter | None:
     last component made of plain ASCII characters, `*` and flat `{a,b}` lists of plain words qualifies; it is
     exact for `**/<name>` and for a top-level `<name>`, and a superset (the file name only) otherwise."""
     if pattern.startswith("**/") and "/" not in pattern[3:]:
-        head, name, exact = b"/", pattern[3:], True
+        name, exact, top = pattern[3:], True, False
     elif "/" not in pattern:
-        head, name, exact = rb"\A\./", pattern, True
+        name, exact, top = pattern, True, True
     else:
-        head, name, exact = b"/", pattern.rpartition("/")[2], False
+        name, exact, top = pattern.rpartition("/")[2], False, False
     if not name or "**" in name or _NAME_GLOB.fullmatch(name) is None or name.strip("*") == "":
         return None
-    body, expanded, globs, cut = [], [""], [""], False
+    expanded, cut = [""], False
     for token in re.findall(r"\{[^{}]*\}|.", name):
         alts = token[1:-1].split(",") if len(token) > 1 else [token]
-        if len(token) > 1:
-            body.append(b"(?:" + b"|".join(_name_regex(alt, case_sensitive) for alt in alts) + b")")
-        else:
-            body.append(_name_regex(token, case_sensitive))
         if len(expanded) * len(alts) <= 64:
             expanded = [done + alt for done in expanded for alt in alts]
-            globs = [done + _name_glob(alt, case_sensitive) for done in globs for alt in alts]
         else:  # too many: `*` stands for what came so far (a superset)
-            expanded, globs, cut = ["*"], ["*"], True
-    regex = re.compile(head + b"".join(body) + rb"\Z", re.DOTALL)
-    names = tuple(re.sub(r"\*+", "*", n) for n in expanded)
-    # Exact unless a letter became `*` (see _name_glob) or the expansion was cut short.
-    globs_exact = exact and not cut and all(_name_glob_exact(alt, case_sensitive) for alt in expanded)
-    globs = list(dict.fromkeys(re.sub(r"\*+", "*", g) for g in globs))  # (globset refuses `**` in a name)
-    return NameFilter(regex, exact, tuple(globs), top=head != b"/", names=names, globs_exact=globs_exact)
-
-
-def _name_glob(text: str, case_sensitive: bool) -> str:
-    # The characters allowed here are literal in globset except `*`; a letter that Python's case folding
-    # pairs with a non-ASCII one becomes `*` (a superset: the regex decides), others a two-letter class.
-    out = []
-    for ch in text:
-        if case_sensitive or not ch.isalpha():
-            out.append(ch)
-        elif ch.lower() in _UNICODE_FOLDS:
-            out.append("*")
-        else:
-            out.append(f"[{ch.lower()}{ch.upper()}]")
-    return "".join(out)
-
-
-def _name_glob_exact(text: str, case_sensitive: bool) -> bool:
-    """Does `_name_glob(text)` accept exactly the names `_name_regex(text)` does?"""
-    return case_sensitive or not any(ch.lower() in _UNICODE_FOLDS for ch in text)
-
-
-def _name_regex(text: str, case_sensitive: bool) -> bytes:
-    out = []
-    for ch in text:
-        if ch == "*":
-            out.append(b"[^/]*")
-        elif case_sensitive or not ch.isalpha():
-            out.append(re.escape(ch.encode()))
-        else:
-            folds = _UNICODE_FOLDS.get(ch.lower(), ch.lower() + ch.upper())
-            out.append(b"(?:" + b"|".join(re.escape(f.encode()) for f in folds) + b")")
-    return b"".join(out)
+            expanded, cut = ["*"], True
+    names = tuple(dict.fromkeys(re.sub(r"\*+", "*", n) for n in expanded))  # (globset refuses `**` in a name)
+    globs = tuple(dict.fromkeys(name_glob(n, case_sensitive) for n in names))
+    test = RawPathTest(pattern if exact else name, case_sensitive, whole=exact, top=top)
+    return NameFilter(test, exact, globs, top=top, names=names, globs_exact=exact and not cut)
 
 
 def _progress(ctx: ToolContext, done: int, message: str) -> None:

@@ -1,0 +1,1 @@
+"""What keeps the tools inside their workspace: here, the one engine for glob and ignore patterns."""
