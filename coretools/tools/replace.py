@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import anyio.from_thread
+
 from coretools.errors import ToolError
 from coretools.server.workspace import Location, Workspace
 from coretools.tools import textedit as te
@@ -171,6 +173,15 @@ class Replace(te.EditTool):
         return plan
 
 
+def _check_cancelled() -> None:
+    """Raise if the call this worker thread serves was cancelled (by --call-timeout, say); a plan run outside
+    AnyIO's worker threads has nothing to check."""
+    try:
+        anyio.from_thread.check_cancelled()
+    except RuntimeError:
+        pass
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -216,7 +227,6 @@ def _find(text: str, old_string: str, breaks: te.Newlines):
         return _find_all(text, old_lf), lambda s, e: "\n"
     if not breaks.mixed:
         return _find_all(text, old_lf.replace("\n", "\r\n")), lambda s, e: "\r\n"
-    pattern = re.compile("\r?\n".join(re.escape(part) for part in old_lf.split("\n")))
     dominant = breaks.dominant or "\n"
 
     def newline_at(s: int, e: int) -> str:
@@ -225,7 +235,51 @@ def _find(text: str, old_string: str, breaks: te.Newlines):
             return dominant
         return "\r\n" if first > s and text[first - 1] == "\r" else "\n"
 
-    return [m.span() for m in pattern.finditer(text)], newline_at
+    return _find_either_break(text, old_lf), newline_at
+
+
+def _find_either_break(text: str, old_lf: str) -> list[tuple[int, int]]:
+    """Occurrences of `old_lf` in a text with both kinds of line break, each "\\n" of `old_lf` matching "\\n" or
+    "\\r\\n": searched for in the text with its CRLFs made LF, then mapped back. Linear: a regular expression
+    with an optional "\\r" per line would take time proportional to the text times `old_lf`, holding the
+    interpreter all along."""
+    if old_lf.endswith("\r"):
+        return _find_ending_in_cr(text, old_lf)
+    spans = _find_all(text.replace("\r\n", "\n"), old_lf)
+    ends = iter(_original_indices(text, [i for span in spans for i in span]))
+    return list(zip(ends, ends))
+
+
+def _original_indices(text: str, positions: list[int]) -> list[int]:
+    """Map increasing indices of `text.replace("\\r\\n", "\\n")` to indices of `text` (a CRLF's "\\n" maps to
+    its "\\r"). Each step counts the CRLFs of a stretch of `text` it has not counted before: linear overall."""
+    out: list[int] = []
+    o = p = 0  # an index of `text` and the index of the same character in the LF-only text
+    for target in positions:
+        while p < target:
+            end = o + (target - p)
+            pairs = text.count("\r\n", o, end)  # each of these is two characters for one
+            p += end - o - pairs
+            o = end + (1 if text[end - 1] == "\r" and text.startswith("\n", end) else 0)
+        out.append(o)
+    return out
+
+
+MAX_CR_SEARCH_WORK = 20_000_000
+
+
+def _find_ending_in_cr(text: str, old_lf: str) -> list[tuple[int, int]]:
+    """`old_lf` ends with a lone "\\r", which may be the first half of one of the file's CRLFs: matched with a
+    regular expression, whose cost (up to the text times `old_lf`) is refused past a bound."""
+    if len(text) * len(old_lf) > MAX_CR_SEARCH_WORK:
+        raise ToolError(
+            "old_string ends with a carriage return (\\r) and this file mixes CRLF and LF line endings: such a "
+            "search is too costly in a file this large. Nothing was changed. End old_string at the end of a line "
+            "(without the \\r) or include the line break itself.",
+            "invalid_tool_params",
+        )
+    pattern = re.compile("\r?\n".join(re.escape(part) for part in old_lf.split("\n")))
+    return [m.span() for m in pattern.finditer(text)]
 
 
 def _substitute(text: str, matches: list[tuple[int, int]], replacement) -> tuple[str, list[tuple[int, int, int, int]]]:
@@ -281,7 +335,7 @@ def _no_match_message(path: str, text: str, old_string: str) -> str:
     if unescaped != old_string and _find(text, unescaped, te.newlines(text))[0]:
         parts.append("old_string looks over-escaped: written with real newlines, tabs and quotes instead of \\n, \\t "
                      "and \\\" it does occur in the file. Send the literal text.")
-    similar = te.similar_lines(text, old_string)
+    similar = te.similar_lines(text, old_string, check=_check_cancelled)
     if similar:
         parts.append(similar)
         parts.append("Copy the exact text from these lines into old_string (without the line numbers).")

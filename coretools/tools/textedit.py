@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -414,9 +414,20 @@ def _plain_lines(text: str, a: int, b: int) -> list[str]:
 # lines like `old_string`, for a failed match
 
 
-def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: int = 200_000) -> str:
+# Work the "did you mean" report may do on one file: alignment votes counted, and characters compared by difflib
+# (each candidate line's length times the probe's, summed). Past either, it reports from what it has seen.
+MAX_VOTES = 2_000_000
+MAX_FUZZY_WORK = 50_000_000
+CHECK_EVERY = 8192  # lines between cancellation checks
+
+
+def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: int = 200_000,
+                  check: Callable[[], None] | None = None) -> str:
     """A short report of where the file has text like `needle` (whitespace-insensitive line matches first,
-    else close matches of its most distinctive line), with 1-based line numbers; '' if nothing is close."""
+    else close matches of its most distinctive line), with 1-based line numbers; '' if nothing is close.
+
+    Bounded whatever the file and needle (see MAX_VOTES, MAX_FUZZY_WORK), never holds all the lines of the
+    file at once, and calls `check` (which may raise to cancel) every few thousand lines."""
     wanted = [line.strip() for line in to_lf(needle).strip("\n").split("\n")]
     keys: dict[str, list[int]] = {}
     for k, line in enumerate(wanted):
@@ -424,13 +435,8 @@ def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: i
             keys.setdefault(line, []).append(k)
     if not keys:
         return ""
-    lines = text.split("\n")  # a CRLF line keeps its "\r": strip() below and _numbered() drop it
-    votes: dict[int, int] = {}
-    for i, line in enumerate(lines):
-        ks = keys.get(line.strip())
-        if ks:
-            for k in ks:
-                votes[i - k] = votes.get(i - k, 0) + 1
+    count = text.count("\n") + 1  # lines, as text.split("\n") would make them
+    votes = _votes(text, keys, check)
     width = len(wanted)
     if votes:
         best = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -441,36 +447,96 @@ def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: i
             if len(picked) == shown_max:
                 break
         total = sum(len(v) for v in keys.values())
+        ranges = [(max(start, 0), min(start + width, count)) for start in picked]
+        shown = _lines_in(text, ranges)
         parts = []
-        for start in picked:
-            lo, hi = max(start, 0), min(start + width, len(lines))
+        for start, (lo, hi) in zip(picked, ranges):
             note = (" (the same lines, differing only in whitespace or indentation)"
                     if votes[start] == total else f" ({votes[start]} of {total} lines match ignoring whitespace)")
-            parts.append(f"Lines {lo + 1}-{hi}{note}:\n" + _numbered(lines, lo, hi))
+            parts.append(f"Lines {lo + 1}-{hi}{note}:\n" + _numbered(shown, lo, hi))
         return "The most similar text in the file:\n" + "\n".join(parts)
-    if len(lines) > fuzzy_max_lines:
+    if count > fuzzy_max_lines:
         return ""
     probe = max(keys, key=len)
+    scored = _fuzzy(text, probe, check)
+    if not scored:
+        return ""
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    top = [i for _, i in scored[:shown_max]]
+    shown = _lines_in(text, [(i, i + 1) for i in top])
+    parts = [_numbered(shown, i, i + 1) for i in top]
+    return f"No line matches exactly; the lines most similar to {_short(probe)!r} are:\n" + "\n".join(parts)
+
+
+def _votes(text: str, keys: dict[str, list[int]], check: Callable[[], None] | None) -> dict[int, int]:
+    """For each alignment of the needle's lines with the file's (needle line k at file line i votes for
+    i - k), how many lines agree ignoring whitespace."""
+    votes: dict[int, int] = {}
+    left = MAX_VOTES
+    for i, line in enumerate(_lines_lazily(text)):
+        if check is not None and not i % CHECK_EVERY:
+            check()
+        ks = keys.get(line.strip())
+        if ks:
+            left -= len(ks)
+            if left < 0:
+                break
+            for k in ks:
+                votes[i - k] = votes.get(i - k, 0) + 1
+    return votes
+
+
+def _fuzzy(text: str, probe: str, check: Callable[[], None] | None) -> list[tuple[float, int]]:
+    """(similarity, line index) of the lines close to `probe` (difflib ratio of at least 0.6)."""
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(probe)
     scored: list[tuple[float, int]] = []
-    for i, line in enumerate(lines):
+    left = MAX_FUZZY_WORK
+    for i, line in enumerate(_lines_lazily(text)):
+        if check is not None and not i % CHECK_EVERY:
+            check()
         cand = line.strip()
         if not cand:
             continue
         matcher.set_seq1(cand)
         if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
+            left -= len(cand) * len(probe)
+            if left < 0:
+                break
             ratio = matcher.ratio()
             if ratio >= 0.6:
                 scored.append((ratio, i))
-    if not scored:
-        return ""
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    parts = [_numbered(lines, i, i + 1) for _, i in scored[:shown_max]]
-    return f"No line matches exactly; the lines most similar to {_short(probe)!r} are:\n" + "\n".join(parts)
+    return scored
 
 
-def _numbered(lines: list[str], lo: int, hi: int) -> str:
+def _lines_lazily(text: str, block: int = 1 << 20) -> Iterator[str]:
+    """The lines of `text.split("\\n")`, split a block of about `block` characters at a time."""
+    start = 0
+    while len(text) - start > block:
+        cut = text.rfind("\n", start, start + block)
+        if cut < 0:
+            cut = text.find("\n", start + block)
+            if cut < 0:
+                break
+        yield from text[start:cut].split("\n")
+        start = cut + 1
+    yield from text[start:].split("\n")
+
+
+def _lines_in(text: str, ranges: list[tuple[int, int]]) -> dict[int, str]:
+    """The lines of `text` with an index in one of the half-open `ranges`."""
+    needed = {n for lo, hi in ranges for n in range(lo, hi)}
+    last = max(needed, default=-1)
+    found: dict[int, str] = {}
+    for n, line in enumerate(_lines_lazily(text)):
+        if n > last:
+            break
+        if n in needed:
+            found[n] = line
+    return found
+
+
+def _numbered(lines: dict[int, str], lo: int, hi: int) -> str:
     return "\n".join(f"{n + 1:>6}| {_short(lines[n].rstrip(chr(13)), 200)}" for n in range(lo, hi))
 
 

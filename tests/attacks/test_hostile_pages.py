@@ -13,6 +13,7 @@ the second call shares it) or HTTP (two client sessions).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -382,3 +383,52 @@ async def test_call_timeout_over_stdio_leaves_the_server_serving(root: Path, web
     assert stopped.is_error and "--call-timeout" in text_of(stopped)
     assert elapsed < 4
     assert not listing.is_error and "marker.txt" in text_of(listing)
+
+
+# ---------------------------------------------------------------- hostile files: replace with mixed line endings
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab\r\n", max_size=30), st.text(alphabet="ab\r\n", min_size=1, max_size=6))
+def test_mixed_line_ending_search_matches_the_expression_it_replaces(text: str, old: str) -> None:
+    from coretools.tools.replace import _find_either_break
+
+    old_lf = old.replace("\r\n", "\n")
+    if old_lf.endswith("\r"):
+        old_lf += "a"  # a lone final "\r" takes the bounded expression path, tested below
+    pattern = re.compile("\r?\n".join(re.escape(part) for part in old_lf.split("\n")))
+    assert _find_either_break(text, old_lf) == [m.span() for m in pattern.finditer(text)]
+
+
+def test_lines_are_split_as_str_split_does_a_block_at_a_time() -> None:
+    from coretools.tools.textedit import _lines_lazily
+
+    for text in ("", "\n", "a", "a\n", "\n\nab\n\ncd", "x" * 50 + "\n" + "y" * 3, "ab\n" * 40):
+        for block in (1, 2, 3, 7, 1 << 20):
+            assert list(_lines_lazily(text, block)) == text.split("\n"), (text, block)
+
+
+def test_replace_in_a_file_with_mixed_line_endings_is_linear(tmp_path: Path) -> None:
+    """1 MB of short lines with one CRLF, and an old_string of 2,000 lines that is nowhere in it: the search
+    and the report of similar lines used to take time proportional to the file times old_string (89 s)."""
+    root = tmp_path / "mixed"
+    root.mkdir()
+    (root / "m.txt").write_bytes(b"x\r\n" + b"a\n" * 500_000)
+    args = json.dumps({"file_path": "m.txt", "old_string": "a\n" * 2000 + "b", "new_string": "c"})
+    start = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-m", "coretools", "call", "--root", str(root), "replace", "-"],
+                              input=args, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                              cwd=str(REPO), timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("replace took more than 20 s")
+    log.info("mixed line endings: replace answered in %.2f s", time.monotonic() - start)
+    assert done.returncode == 1 and "0 occurrences found" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert time.monotonic() - start < 10
+
+
+async def test_a_lone_final_cr_in_a_large_mixed_file_is_refused_not_searched(root: Path) -> None:
+    (root / "m.txt").write_bytes(b"x\r\n" + b"a\n" * 500_000)
+    old = "a\n" * 20 + "\r"
+    result = await call_tool(root, "replace", {"file_path": str(root / "m.txt"), "old_string": old, "new_string": "b"})
+    assert result.is_error and "carriage return" in text_of(result), text_of(result)
