@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -118,17 +119,36 @@ def _cut(line: str) -> tuple[str, bool]:
     return line, False
 
 
-def read_window(handle: BinaryIO, kind: FileKind, offset: int, limit: int, chunk: int = 1 << 20) -> Window:
+def read_window(
+    handle: BinaryIO,
+    kind: FileKind,
+    offset: int,
+    limit: int,
+    chunk: int = 1 << 20,
+    check: Callable[[], None] | None = None,
+) -> Window:
     """Lines `[offset, offset+limit)` of a text file and the file's total line count.
 
     Streams the file in chunks: memory stays proportional to the window (and the longest line kept),
     whatever the size of the file. A final line without a newline counts; a trailing newline does not
-    start another line.
+    start another line. `check` is called before each chunk (it raises to stop a cancelled call).
     """
     handle.seek(len(kind.bom))
+    chunks = _chunks(handle, chunk, check)
     if kind.encoding == "utf-8":
-        return _window_bytes(handle, offset, limit, chunk)
-    return _window_decoded(handle, kind.encoding, offset, limit, chunk)
+        return _window_bytes(chunks, offset, limit)
+    return _window_decoded(chunks, kind.encoding, offset, limit)
+
+
+def _chunks(handle: BinaryIO, size: int, check: Callable[[], None] | None):  # noqa: ANN202 - a generator
+    """The file's blocks of `size` bytes, then one empty block."""
+    while True:
+        if check is not None:
+            check()
+        block = handle.read(size)
+        yield block
+        if not block:
+            return
 
 
 def window_of_content(data: bytes, kind: FileKind, offset: int, limit: int) -> Window:
@@ -151,7 +171,7 @@ def window_of_content(data: bytes, kind: FileKind, offset: int, limit: int) -> W
     return Window(shown, min(offset, total), total, cut)
 
 
-def _window_bytes(handle: BinaryIO, offset: int, limit: int, chunk: int) -> Window:
+def _window_bytes(chunks, offset: int, limit: int) -> Window:  # noqa: ANN001 - blocks from _chunks
     stop = offset + limit
     keep_max = MAX_LINE_CHARS * 4 + 8  # bytes enough for MAX_LINE_CHARS characters of any UTF-8
     kept: list[str] = []
@@ -159,7 +179,9 @@ def _window_bytes(handle: BinaryIO, offset: int, limit: int, chunk: int) -> Wind
     index = 0  # the line that `pending` (and the start of the next block) belongs to
     pending = b""
     last = b"\n"
-    while block := handle.read(chunk):
+    for block in chunks:
+        if not block:
+            break
         last = block[-1:]
         newlines = block.count(b"\n")
         if index + newlines < offset or index >= stop:
@@ -184,7 +206,7 @@ def _window_bytes(handle: BinaryIO, offset: int, limit: int, chunk: int) -> Wind
     return Window(kept, min(offset, total), total, cut)
 
 
-def _window_decoded(handle: BinaryIO, encoding: str, offset: int, limit: int, chunk: int) -> Window:
+def _window_decoded(chunks, encoding: str, offset: int, limit: int) -> Window:  # noqa: ANN001 - blocks from _chunks
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
     stop = offset + limit
     keep_max = MAX_LINE_CHARS + 2  # enough to show a line, and to see it is longer even without its "\r"
@@ -192,8 +214,7 @@ def _window_decoded(handle: BinaryIO, encoding: str, offset: int, limit: int, ch
     cut = 0
     index = 0
     pending = ""
-    while True:
-        block = handle.read(chunk)
+    for block in chunks:
         final = not block
         text = decoder.decode(block, final=final)
         parts = (pending + text).split("\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 import anyio
+import anyio.from_thread
 
 from coretools.errors import ToolError
 from coretools.server.ignore import IgnoreOptions
@@ -118,7 +119,7 @@ class ReadFile(Tool):
         if whole:
             window = window_of_content(data, kind, offset, limit)
         else:
-            window = read_window(handle, kind, offset, limit)
+            window = read_window(handle, kind, offset, limit, check=check_cancelled)
         if window.total and offset >= window.total:
             raise ToolError(
                 f"offset {offset} is beyond the end of the file: {node.path} has {window.total} lines "
@@ -144,6 +145,15 @@ class ReadFile(Tool):
             f"{body}"
         )
         return ToolResult.text(text)
+
+
+def check_cancelled() -> None:
+    """Raise if the call this worker thread serves was cancelled (--call-timeout); a call run on the event
+    loop (small files) has nothing to check."""
+    try:
+        anyio.from_thread.check_cancelled()
+    except RuntimeError:
+        pass
 
 
 def _too_large(path: str, size: int) -> ToolError:

@@ -239,7 +239,7 @@ class ReadManyFiles(Tool):
                     if kind.kind == "binary":
                         plan.skipped.append((node.path, "binary file"))
                         continue
-                    window = read_window(handle, kind, 0, DEFAULT_LINE_LIMIT)
+                    window = read_window(handle, kind, 0, DEFAULT_LINE_LIMIT, check=anyio.from_thread.check_cancelled)
             except ToolError as exc:
                 plan.skipped.append((shown, f"Read error: {exc.message}"))
                 continue

@@ -432,3 +432,16 @@ async def test_a_lone_final_cr_in_a_large_mixed_file_is_refused_not_searched(roo
     old = "a\n" * 20 + "\r"
     result = await call_tool(root, "replace", {"file_path": str(root / "m.txt"), "old_string": old, "new_string": "b"})
     assert result.is_error and "carriage return" in text_of(result), text_of(result)
+
+
+async def test_call_timeout_stops_work_running_in_a_thread(root: Path) -> None:
+    """read_many_files runs in a worker thread (which cannot be killed); it stops at its next cancellation
+    check, and the call is answered with the timeout error."""
+    for n in range(3000):
+        (root / f"f{n:04d}.txt").write_text("line\n" * 200)
+    start = time.monotonic()
+    result = await call_tool(root, "read_many_files", {"paths": ["*.txt"]}, "--call-timeout", "0.05")
+    elapsed = time.monotonic() - start
+    assert result.is_error and result.structured["error"]["kind"] == "call_timeout", text_of(result)[:300]
+    assert "name fewer files" in text_of(result)
+    assert elapsed < 2, elapsed
