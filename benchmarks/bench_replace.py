@@ -69,7 +69,7 @@ def _coretools(root: Path):
 
     from coretools.cli import build_parser
     from coretools.server.toolset import ToolSet
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
     from coretools.tools.base import ServerConfig, ToolContext
 
     options = build_parser().parse_args(["serve", "--root", str(root)])

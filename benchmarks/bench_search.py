@@ -21,7 +21,7 @@ over stdio with the official MCP client and times, in the same run and on the sa
 
 Each figure is the median of --runs runs after one warm-up, ours and the baseline alternating. It then times `Workspace.walk` over a
 --walk-files tree (every entry judged by the ignore engine, `coretools.sandbox`), and the rg enumerator
-behind glob/read_many_files (`walking.walk_files`), with `rg --files` as the reference.
+behind glob/read_many_files (`walk.walk_files`), with `rg --files` as the reference.
 Prints tables; ratios are against the baseline measured in the same run.
 """
 
@@ -51,7 +51,7 @@ WORDS = (
 
 
 def rg_binary() -> str:
-    from coretools.server.ripgrep import find_rg
+    from coretools.sandbox.ripgrep import find_rg
 
     rg = find_rg()
     if rg is None:
@@ -264,8 +264,8 @@ def bench_scales(scales: list[int], runs: int, mtime_age: float | None, equal: b
 
 def bench_walk(files: int, runs: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    from coretools.server.ignore import IgnoreOptions
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.ignore import IgnoreOptions
+    from coretools.sandbox.gateway import Workspace
 
     root = CORPUS / f"walk{files}"
     if not (root / ".complete").exists():
@@ -298,8 +298,8 @@ def bench_walk(files: int, runs: int) -> None:
         # what glob and read_many_files use: rg --files with our rules, re-checked and stat'ed via the gateway
         import anyio
 
-        from coretools.server.workspace import WalkReport
-        from coretools.tools.walking import walk_files
+        from coretools.sandbox.paths import WalkReport
+        from coretools.sandbox.walk import walk_files
 
         def work() -> int:
             return sum(1 for _ in walk_files(ws, loc, IgnoreOptions(), None, WalkReport()))
@@ -312,7 +312,7 @@ def bench_walk(files: int, runs: int) -> None:
     print()
     print(f"Workspace.walk over {files} files ({count} visible), median of {runs}:")
     print(f"  {'Workspace.walk':<44} {fast * 1000:>8.1f} ms  {fast / rg:>5.1f}x rg --files")
-    print(f"  {f'walking.walk_files (rg enumerator, {listed} files)':<44} {enum * 1000:>8.1f} ms  {enum / rg:>5.1f}x rg --files")
+    print(f"  {f'walk.walk_files (rg enumerator, {listed} files)':<44} {enum * 1000:>8.1f} ms  {enum / rg:>5.1f}x rg --files")
     print(f"  {'rg --files (reference)':<44} {rg * 1000:>8.1f} ms")
 
 

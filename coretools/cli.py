@@ -187,7 +187,7 @@ def _setup_logging(level: str) -> None:
 
 
 def _config(args: argparse.Namespace):
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
     from coretools.tools.base import ServerConfig
 
     roots = [Workspace.check_root(r, allow_broad=args.allow_broad_root) for r in args.roots]
@@ -196,7 +196,7 @@ def _config(args: argparse.Namespace):
 
 def _recover_interrupted_writes() -> None:
     """Before any tool runs: put back the old content of files whose in-place write was cut short."""
-    from coretools.server import durable
+    from coretools.sandbox import durable
 
     try:
         durable.recover()
@@ -212,7 +212,7 @@ def _fail(message: str) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
-    from coretools.server.workspace import RootError
+    from coretools.sandbox.paths import RootError
 
     try:
         config = _config(args)
@@ -245,7 +245,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     from coretools.server.toolset import ToolSet
-    from coretools.server.workspace import RootError
+    from coretools.sandbox.paths import RootError
 
     try:
         config = _config(args)
@@ -267,7 +267,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     from coretools.errors import ToolError
     from coretools.server.app import Workspaces
     from coretools.server.toolset import ToolSet
-    from coretools.server.workspace import RootError
+    from coretools.sandbox.paths import RootError
     from coretools.tools.base import ToolContext
 
     try:

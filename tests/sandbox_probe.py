@@ -7,7 +7,7 @@ from __future__ import annotations
 
 def namespaces_forbidden() -> str | None:
     """Why this machine refuses the sandbox's namespaces, or None."""
-    from coretools.server.bwrap import bwrap_problem
+    from coretools.sandbox.bwrap import bwrap_problem
 
     problem = bwrap_problem()
     return problem if problem and "namespace" in problem else None

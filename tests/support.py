@@ -30,7 +30,7 @@ def server_options(roots: list[Path], *extra: str) -> argparse.Namespace:
 
 
 def make_config(roots: list[Path], *extra: str):
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
     from coretools.tools.base import ServerConfig
 
     ns = server_options(roots, *extra)
@@ -44,7 +44,7 @@ def make_config(roots: list[Path], *extra: str):
 async def call_tool(roots: Path | list[Path], name: str, args: dict, *extra: str):
     """Run one tool through ToolSet.call (same path as the server); returns a ToolResult."""
     from coretools.server.toolset import ToolSet
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
     from coretools.tools.base import ToolContext
 
     roots = roots if isinstance(roots, list) else [roots]

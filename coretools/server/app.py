@@ -24,7 +24,8 @@ from coretools import __version__
 from coretools.errors import ToolError
 from coretools.server.limits import CallLimiter
 from coretools.server.toolset import ToolSet
-from coretools.server.workspace import RootError, Workspace, protected_reason
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import RootError, protected_reason
 from coretools.tools.base import Elicitation, ServerConfig, ToolContext, ToolResult
 
 logger = logging.getLogger("coretools")

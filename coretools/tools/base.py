@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from mcp import types
 
 from coretools.errors import ToolError
-from coretools.server.workspace import Workspace
+from coretools.sandbox.gateway import Workspace
 
 __all__ = ["ServerConfig", "Tool", "ToolContext", "ToolError", "ToolResult", "Elicitation"]
 

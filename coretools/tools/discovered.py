@@ -23,7 +23,7 @@ from typing import Any
 
 from coretools.errors import ToolError
 from coretools.tools.base import ServerConfig, Tool, ToolContext, ToolResult
-from coretools.server.processes import ProcessSettings, Runner, run_blocking, signal_name, startup_error, stop_message
+from coretools.sandbox.runner import ProcessSettings, Runner, run_blocking, signal_name, startup_error, stop_message
 
 logger = logging.getLogger("coretools")
 

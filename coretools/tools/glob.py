@@ -13,11 +13,12 @@ from typing import Any
 import anyio
 
 from coretools.errors import ToolError
-from coretools.server.ripgrep import MAX_GLOB_CHARS, check_rg_argument
-from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import Location, WalkReport, Workspace
+from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, check_rg_argument
+from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import Location, WalkReport
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.walking import (
+from coretools.sandbox.walk import (
     FileTable,
     find_files,
     glob_escape,

@@ -7,10 +7,11 @@ from typing import Any
 import anyio
 
 from coretools.errors import ProtectedPath, ToolError
-from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import DirEntry, Location, Workspace
+from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import DirEntry, Location
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.walking import name_matches
+from coretools.sandbox.walk import name_matches
 
 MAX_ENTRIES_SHOWN = 5000
 
@@ -144,7 +145,7 @@ class ListDirectory(Tool):
 
 
 def _protected(entry: DirEntry) -> bool:
-    from coretools.server.workspace import protected_reason
+    from coretools.sandbox.paths import protected_reason
 
     return protected_reason(entry.rel) is not None
 

@@ -8,8 +8,8 @@ import anyio
 import anyio.from_thread
 
 from coretools.errors import ToolError
-from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import Node
+from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.paths import Node
 from coretools.tools.base import (
     Tool,
     ToolContext,

@@ -8,7 +8,8 @@ from typing import Any
 import anyio.from_thread
 
 from coretools.errors import ToolError
-from coretools.server.workspace import Location, Workspace
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import Location
 from coretools.tools import textedit as te
 from coretools.tools.base import ToolContext, ToolResult
 

@@ -1,7 +1,7 @@
 """run_shell_command: `bash -c <command>` in the workspace, bounded in time, output and lifetime.
 
 The process rules (own process group, stdin from /dev/null, scrubbed environment, timeouts, output cap,
-kill and reap, registry of what is left running) are in `process.py`; the allow/deny lists in
+kill and reap, registry of what is left running) are in `sandbox/runner.py`; the allow/deny lists in
 `shell_policy.py`, with the argument policy of programs that can run programs in `exec_policy.py`. Under an
 allowlist the command's environment is hardened (`hardened_env.py`: git ignores system and global
 configuration, hooks, fsmonitor, pagers and local transports). This module checks the call, picks the
@@ -24,9 +24,9 @@ import os
 from typing import Any
 
 from coretools.errors import ToolError
-from coretools.server.hardened_env import for_allowlist
+from coretools.sandbox.hardened_env import for_allowlist
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.server.processes import (
+from coretools.sandbox.runner import (
     DEFAULT_INACTIVITY_TIMEOUT,
     DEFAULT_WALL_TIMEOUT,
     Outcome,
@@ -36,8 +36,8 @@ from coretools.server.processes import (
     startup_error,
     stop_message,
 )
-from coretools.tools.exec_policy import runs_programs
-from coretools.tools.shell_policy import Refused, ShellPolicy
+from coretools.sandbox.exec_policy import runs_programs
+from coretools.sandbox.shell_policy import Refused, ShellPolicy
 
 MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
 logger = logging.getLogger("coretools")

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 
 from coretools.errors import ToolError
-from coretools.server import memory_file
+from coretools.sandbox import memory_file
 from coretools.tools.base import Tool, ToolContext, ToolResult
 
 

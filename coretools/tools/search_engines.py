@@ -31,9 +31,10 @@ from coretools.errors import ToolError
 from coretools.sandbox.matcher import NodeMatcher, encode
 from coretools.sandbox.patterns import parse_include
 from coretools.sandbox.rgglobs import include_flags
-from coretools.server import ripgrep
-from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import Location, WalkReport, Workspace
+from coretools.sandbox import ripgrep
+from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import Location, WalkReport
 
 MAX_LINE_CHARS = 2000
 TRUNCATED_MARK = "... [truncated]"

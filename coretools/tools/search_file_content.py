@@ -10,7 +10,7 @@ import anyio
 import anyio.from_thread
 
 from coretools.errors import ToolError
-from coretools.server.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument
+from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.search_engines import Collector, Job, PythonEngine, Request, RipgrepEngine, Target
 
@@ -76,7 +76,7 @@ class SearchFileContent(Tool):
         )
 
     def _engines(self) -> list:
-        from coretools.server.ripgrep import find_rg
+        from coretools.sandbox.ripgrep import find_rg
 
         choice = self.config.opt("search_engine", "auto")
         binary = find_rg() if choice != "python" else None
@@ -131,7 +131,7 @@ class SearchFileContent(Tool):
 def _open_targets(ctx: ToolContext, path: str | None) -> list[Target]:
     ws = ctx.workspace
     if not path:
-        from coretools.server.workspace import Location
+        from coretools.sandbox.paths import Location
 
         targets = []
         try:

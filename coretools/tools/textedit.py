@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from coretools.errors import ToolError
-from coretools.server.workspace import Location, Workspace, WriteOutcome
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import Location, WriteOutcome
 from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
 from coretools.tools.filetypes import detect_bom
 

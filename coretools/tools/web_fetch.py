@@ -17,7 +17,7 @@ import anyio
 
 from coretools import __version__
 from coretools.errors import ToolError
-from coretools.tools import netpolicy
+from coretools.sandbox import netpolicy
 from coretools.tools.base import Tool, ToolContext, ToolResult
 
 MAX_URLS = 20
@@ -302,7 +302,7 @@ class WebFetch(Tool):
         return self._render(pages, limits)
 
     async def _fetch(self, page: Page, timeout: float, allow_private: bool, limits: CallLimits) -> None:
-        from coretools.tools import pinned_http
+        from coretools.sandbox import pinned_http
 
         page.fetched_from = raw_github(page.url)
         try:

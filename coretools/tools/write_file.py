@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from coretools.errors import ToolError
-from coretools.server.workspace import Location, Workspace
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import Location
 from coretools.tools import textedit as te
 from coretools.tools.base import ToolContext, ToolResult
 

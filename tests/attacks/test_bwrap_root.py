@@ -455,8 +455,8 @@ def run_raw(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
 def test_layer_seccomp_alone(tmp_path: Path) -> None:
     """The seccomp filter on its own, as root WITHOUT a user namespace (all capabilities kept): every call
     it covers still fails with EPERM, so the filter is not just repeating what missing capabilities do."""
-    from coretools.server.bwrap import bwrap_binary
-    from coretools.server.seccomp import filter_program
+    from coretools.sandbox.bwrap import bwrap_binary
+    from coretools.sandbox.seccomp import filter_program
 
     program = filter_program()
     if program is None:
@@ -482,7 +482,7 @@ def test_layer_seccomp_alone(tmp_path: Path) -> None:
 def test_layer_without_seccomp_still_refuses_nesting(root: Path, tmp_path: Path) -> None:
     """With the seccomp filter left out, --disable-userns still refuses a nested user namespace and
     --cap-drop ALL still leaves CapEff 0."""
-    from coretools.server.bwrap import bwrap_argv
+    from coretools.sandbox.bwrap import bwrap_argv
 
     private = tmp_path / "private-tmp"
     private.mkdir()

@@ -183,7 +183,7 @@ WRITER = textwrap.dedent(
         return real_write(fd, data)
 
     os.write = slow_write
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
     ws = Workspace([os.path.dirname(target)])
     ws.write_atomic(ws.locate(os.path.basename(target)), b"N" * 200_000)
     """
@@ -239,7 +239,7 @@ def test_a_live_writers_record_is_left_alone(root: Path, tmp_path: Path, state_d
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.02)
         mixed = target.read_bytes()
-        from coretools.server import durable
+        from coretools.sandbox import durable
 
         assert durable.recover() == []
         assert target.read_bytes() == mixed
@@ -261,7 +261,7 @@ def test_in_place_write_that_fails_half_way_puts_the_old_content_back(root: Path
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
         from coretools.errors import ToolError
-        from coretools.server.workspace import Workspace
+        from coretools.sandbox.gateway import Workspace
         ws = Workspace([os.path.dirname(sys.argv[1])])
         try:
             ws.write_atomic(ws.locate(os.path.basename(sys.argv[1])), b"N" * 200_000)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from coretools.server import hardened_env
-from coretools.server.hardened_env import for_allowlist, harden, neutralise
+from coretools.sandbox import hardened_env
+from coretools.sandbox.hardened_env import for_allowlist, harden, neutralise
 from support import call_tool, text_of
 
 pytestmark = pytest.mark.anyio

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from coretools.errors import OutsideWorkspace, PathError, ProtectedPath
-from coretools.server import kernel
-from coretools.server.workspace import Location, Workspace
+from coretools.sandbox import kernel
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import Location
 
 ESCAPES = ["../root-evil/secret.txt", "sub/../../root-evil/secret.txt", "./../root-evil"]
 

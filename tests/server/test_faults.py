@@ -31,10 +31,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _needs(module: str) -> None:
-    pytest.importorskip(f"coretools.tools.{module}", reason=f"coretools.tools.{module} has not landed")
-
-
 def _text(result) -> str:
     return "\n".join(getattr(b, "text", "") for b in result.content)
 
@@ -79,7 +75,6 @@ def _spawn_client(transport: str, target: str, mode: str, root: Path, env: dict 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_http_client_vanishing_mid_call_kills_the_commands_processes(tmp_path: Path, mode: str) -> None:
-    _needs("run_shell_command")
     root = tmp_path / "root"
     root.mkdir()
     with HttpServer.start([root]) as server:
@@ -98,7 +93,6 @@ def test_http_client_vanishing_mid_call_kills_the_commands_processes(tmp_path: P
 
 def test_stdio_client_vanishing_mid_call_kills_the_server_and_commands(tmp_path: Path) -> None:
     """Over stdio the host dying closes the server's stdin: the server exits and takes the command along."""
-    _needs("run_shell_command")
     root = tmp_path / "root"
     root.mkdir()
     argv = server_command([root], transport="stdio")
@@ -162,7 +156,6 @@ async def _write_too_much(server: HttpServer, root: Path, expect: str) -> None:
 
 @pytest.mark.anyio
 async def test_file_size_limit_during_write_file(tmp_path: Path) -> None:
-    _needs("write_file")
     root = tmp_path / "root"
     root.mkdir()
     with HttpServer.start([root], preexec_fn=_limit_file_size) as server:
@@ -172,7 +165,6 @@ async def test_file_size_limit_during_write_file(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_full_tmpfs_during_write_file(tmp_path: Path) -> None:
-    _needs("write_file")
     mnt = tmp_path / "small-disk"
     mnt.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True)
@@ -212,7 +204,6 @@ anyio.run(main, *sys.argv[1:])
 def test_server_killed_mid_replace_leaves_old_or_new(tmp_path: Path, moment: str) -> None:
     """Replace every line of a ~10 MB file; SIGKILL the server while the call is in flight (when its temp
     file appears, or after a random delay). The file must be exactly the old or the new text."""
-    _needs("replace")
     root = tmp_path / "root"
     root.mkdir()
     old, new = _versions(160_000)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import text_of
-from tests.test_glob import glob, make, no_rg, paths, rg_runs  # noqa: F401 - fixtures
+from tests.tools.test_glob import glob, make, no_rg, paths, rg_runs  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.anyio
 
@@ -138,9 +138,9 @@ async def test_an_ignored_directory_matching_the_glob_in_a_batch_without_dots(ro
 def test_a_run_that_did_not_list_every_gitignore_reads_them_from_the_disk(root: Path) -> None:
     """Files are judged once rg is done; if it was stopped early, a .gitignore it never listed still
     counts (read from the disk), where after a complete run only the listed ones are read."""
-    from coretools.server.ignore import IgnoreOptions
-    from coretools.server.workspace import Workspace
-    from coretools.tools.walking import _GlobRun, _StatSink, name_filter
+    from coretools.sandbox.ignore import IgnoreOptions
+    from coretools.sandbox.gateway import Workspace
+    from coretools.sandbox.walk import _GlobRun, _StatSink, name_filter
 
     (root / "d").mkdir()
     (root / "d" / ".gitignore").write_text("generated_*\n")
@@ -164,9 +164,10 @@ def test_a_run_cut_short_still_judges_its_files(root: Path) -> None:
     """When rg is stopped before the end, the .gitignores it has not listed yet are read from the disk."""
     import anyio
 
-    from coretools.server.ignore import IgnoreOptions
-    from coretools.server.workspace import Location, WalkBounds, WalkReport, Workspace
-    from coretools.tools.walking import find_files, name_filter
+    from coretools.sandbox.ignore import IgnoreOptions
+    from coretools.sandbox.gateway import Workspace
+    from coretools.sandbox.paths import Location, WalkBounds, WalkReport
+    from coretools.sandbox.walk import find_files, name_filter
 
     (root / "d").mkdir()
     (root / "d" / ".gitignore").write_text("generated_*\n")
@@ -194,7 +195,7 @@ async def test_files_that_change_while_listed_are_dropped_and_the_rest_kept(
 ) -> None:
     """Between rg's listing and the stat, one file goes away and one becomes a FIFO: neither is shown, and
     the columns of the others stay aligned (a batch bigger than one stat step)."""
-    from coretools.server.workspace import NoFollowView
+    from coretools.sandbox.nofollow import NoFollowView
 
     names = [f"f{i:03}.py" for i in range(250)]
     make(root, *names)
@@ -224,7 +225,7 @@ async def test_files_that_change_while_listed_are_dropped_and_the_rest_kept(
 def reference_order(ws, tables, now: float, limit: int) -> list[str]:
     """glob's order as it was computed before the columns: a tuple per file, one sort."""
     from coretools.tools.glob import RECENT_SECONDS
-    from coretools.tools.walking import walk_order
+    from coretools.sandbox.walk import walk_order
 
     found = [
         (ws.shown_path(t.root, rel), mtime, scope, rel)
@@ -240,9 +241,9 @@ def test_first_in_order_agrees_with_one_sort_of_tuples(tmp_path: Path) -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as hs
 
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
     from coretools.tools.glob import first_in_order
-    from coretools.tools.walking import FileTable
+    from coretools.sandbox.walk import FileTable
 
     roots = []
     for name in ("r1", "r2", "r1x"):  # r1x: a root whose path extends another's
@@ -286,7 +287,7 @@ def test_first_in_order_agrees_with_one_sort_of_tuples(tmp_path: Path) -> None:
     ],
 )
 def test_file_name_test(lines: list[str], name: str, may_match: bool) -> None:
-    from coretools.server.ripgrep import file_name_test
+    from coretools.sandbox.ripgrep import file_name_test
 
     assert file_name_test(lines)(name) is may_match
 
@@ -298,7 +299,7 @@ def test_file_name_test_is_a_superset_of_what_a_rule_hides_by_name() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as hs
 
-    from coretools.server.ripgrep import file_name_test
+    from coretools.sandbox.ripgrep import file_name_test
 
     segment = hs.text(alphabet="ab.*?[]!/\\", min_size=1, max_size=6)
     name = hs.text(alphabet="abAB.[]!\\", min_size=1, max_size=5)
@@ -323,8 +324,8 @@ def test_name_filter_globs_match_like_its_regex_in_rg(root: Path) -> None:
     be skipped); elsewhere they accept at least those."""
     import subprocess
 
-    from coretools.server.ripgrep import find_rg
-    from coretools.tools.walking import name_filter
+    from coretools.sandbox.ripgrep import find_rg
+    from coretools.sandbox.walk import name_filter
 
     rg = find_rg()
     if rg is None:

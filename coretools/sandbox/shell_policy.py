@@ -35,11 +35,11 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from coretools.tools import exec_policy
-from coretools.tools.exec_policy import ArgumentRefused, Pattern
+from coretools.sandbox import exec_policy
+from coretools.sandbox.exec_policy import ArgumentRefused, Pattern
 
 MAX_SUBCOMMANDS = 100
 MAX_DEPTH = 8  # nested `bash -c` / `eval` / launcher levels

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from coretools.server import ripgrep
+from coretools.sandbox import ripgrep
 from coretools.tools import search_engines
 from tests.conftest import call_tool, text_of
 from tests.readside import write_files

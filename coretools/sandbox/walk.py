@@ -29,6 +29,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import anyio
 import anyio.from_thread
@@ -36,12 +37,19 @@ import anyio.from_thread
 from coretools.errors import ToolError
 from coretools.sandbox.matcher import GlobSet
 from coretools.sandbox.rgglobs import name_glob
-from coretools.server.ignore import DEFAULT_EXCLUDES, GEMINIIGNORE, GIT_INFO_EXCLUDE, GITIGNORE, IgnoreOptions
-from coretools.server.workspace import DirEntry, Location, NoFollowView, WalkBounds, WalkReport, Workspace
-from coretools.tools.base import ToolContext
+from coretools.sandbox.ignore import DEFAULT_EXCLUDES, GEMINIIGNORE, GIT_INFO_EXCLUDE, GITIGNORE, IgnoreOptions
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.nofollow import NoFollowView
+from coretools.sandbox.paths import DirEntry, Location, WalkBounds, WalkReport
 
 PROGRESS_EVERY = 2000
 RG_WALK_TIMEOUT = 600.0
+
+
+class Reporter(Protocol):
+    """Where a long walk reports progress (a tool's context)."""
+
+    async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None: ...
 
 
 def globmatch(rel: str, patterns: str | list[str], case_sensitive: bool = False) -> bool:
@@ -111,7 +119,7 @@ def walk_files(
     ws: Workspace,
     loc: Location,
     options: IgnoreOptions,
-    ctx: ToolContext | None,
+    ctx: Reporter | None,
     report: WalkReport,
     *,
     bounds: WalkBounds | None = None,
@@ -137,7 +145,7 @@ def find_files(
     ws: Workspace,
     loc: Location,
     options: IgnoreOptions,
-    ctx: ToolContext | None,
+    ctx: Reporter | None,
     report: WalkReport,
     *,
     names: NameFilter,
@@ -176,7 +184,7 @@ def _rg_table(
     ws: Workspace,
     loc: Location,
     options: IgnoreOptions,
-    ctx: ToolContext | None,
+    ctx: Reporter | None,
     report: WalkReport,
     bounds: WalkBounds,
     select: Callable[[str], bool] | None,
@@ -202,7 +210,7 @@ class _StatSink:
     (`NoFollowView.lstat_many`). Whatever rg said, a path that now leads elsewhere, or to anything but a
     regular file, is dropped. `select(path relative to the listed directory)`, if given, picks first."""
 
-    def __init__(self, ws: Workspace, ctx: ToolContext | None, select: Callable[[str], bool] | None) -> None:
+    def __init__(self, ws: Workspace, ctx: Reporter | None, select: Callable[[str], bool] | None) -> None:
         self._ws, self._ctx, self._select = ws, ctx, select
         self.table: FileTable | None = None
         self._view: NoFollowView | None = None
@@ -287,7 +295,7 @@ def _walked(
     ws: Workspace,
     loc: Location,
     options: IgnoreOptions,
-    ctx: ToolContext | None,
+    ctx: Reporter | None,
     report: WalkReport,
     bounds: WalkBounds,
     select: Callable[[str], bool] | None,
@@ -331,7 +339,7 @@ def rg_files(
     the test here. Without it, rg gets `names.globs` as `--glob`s (see `_GlobRun`), so it neither matches
     ignore rules against nor prints the files that cannot match; `names.regex` still decides where rg's
     globs are a superset (case folding, see `NameFilter.globs_exact`)."""
-    from coretools.server import ripgrep
+    from coretools.sandbox import ripgrep
 
     binary = ripgrep.find_rg()
     if binary is None:
@@ -429,7 +437,7 @@ class _GlobRun:
         self, ws: Workspace, root: int, base: str, options: IgnoreOptions, names: NameFilter,
         recheck_options: IgnoreOptions | None,
     ) -> None:
-        from coretools.server import ripgrep
+        from coretools.sandbox import ripgrep
 
         self._ws, self._root, self._base, self._options, self._names = ws, root, base, options, names
         self.globs = list(names.globs) + ([GITIGNORE] if options.git else [])
@@ -480,7 +488,7 @@ class _GlobRun:
         read; otherwise every directory that holds a file is asked about, with a stat each. Files are
         given to the ignore engine only where a rule could hide them: in a directory `NameRules` names,
         and with a name that one of the rules there could match (`file_name_test`)."""
-        from coretools.server import ripgrep
+        from coretools.sandbox import ripgrep
 
         source = self._listed_source if complete else self._ws_source
         read = functools.lru_cache(maxsize=None)(source)  # (each file is asked about twice)
@@ -496,7 +504,7 @@ class _GlobRun:
     def _every_line(self, dirs: set[str], read: Callable[[str], bytes | None]) -> list[str]:
         """The lines of every ignore file the rules read for the files below `base`, if `.gitignore`s are
         found in `dirs` only (below `base`)."""
-        from coretools.server import ripgrep
+        from coretools.sandbox import ripgrep
 
         options, lines = self._options, []
         sources = [GEMINIIGNORE] if options.gemini else []
@@ -634,7 +642,7 @@ def name_filter(pattern: str, case_sensitive: bool) -> NameFilter | None:
     return NameFilter(test, exact, globs, top=top, names=names, globs_exact=exact and not cut)
 
 
-def _progress(ctx: ToolContext, done: int, message: str) -> None:
+def _progress(ctx: Reporter, done: int, message: str) -> None:
     try:
         anyio.from_thread.run(ctx.progress, float(done), None, message)
     except RuntimeError:  # not in a worker thread of an event loop (direct use): no progress

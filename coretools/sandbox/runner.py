@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from coretools.server.bwrap import bwrap_argv, bwrap_problem, prepare_sandbox  # noqa: F401 - bwrap_* re-exported
-from coretools.server.hardened_env import harden
+from coretools.sandbox.bwrap import bwrap_argv, bwrap_problem, prepare_sandbox  # noqa: F401 - bwrap_* re-exported
+from coretools.sandbox.hardened_env import harden
 
 logger = logging.getLogger("coretools")
 

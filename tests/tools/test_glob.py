@@ -272,7 +272,7 @@ def build_tree(root: Path, recent: float) -> None:
 
 @pytest.fixture
 def no_rg(monkeypatch: pytest.MonkeyPatch):
-    from coretools.server import ripgrep
+    from coretools.sandbox import ripgrep
 
     def disable() -> None:
         monkeypatch.setattr(ripgrep, "find_rg", lambda: None)
@@ -283,7 +283,7 @@ def no_rg(monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture
 def rg_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Records, for each directory enumerated, whether rg did it (True) or it fell back to the walk."""
-    from coretools.tools import walking
+    from coretools.sandbox import walk as walking
 
     seen: list[bool] = []
     real = walking.rg_files
@@ -339,7 +339,7 @@ async def test_a_directory_swapped_for_a_link_after_listing_is_not_shown(
     root: Path, rg_runs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """rg lists d/secret.txt; before it is stat'ed, d becomes a link to the decoy: nothing from there."""
-    from coretools.server.workspace import NoFollowView
+    from coretools.sandbox.nofollow import NoFollowView
 
     make(root, "d/secret.txt", "top.txt")
     stat_them = NoFollowView.lstat_many
@@ -361,7 +361,7 @@ async def test_a_directory_swapped_for_a_link_after_listing_is_not_shown(
 def test_lstat_many_resolves_beneath_the_root_without_links(root: Path) -> None:
     import stat as st
 
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
 
     make(root, "a/b.txt", "c.txt", ".git/config")
     os.symlink(root / "a", root / "alias")
@@ -385,7 +385,7 @@ def test_name_filter_agrees_with_globmatch(case_sensitive: bool) -> None:
     from hypothesis import example, given, settings
     from hypothesis import strategies as hs
 
-    from coretools.tools.walking import globmatch, name_filter
+    from coretools.sandbox.walk import globmatch, name_filter
 
     component = hs.text(alphabet="abskiAS.-_ *", min_size=1, max_size=5)
     pattern = hs.one_of(

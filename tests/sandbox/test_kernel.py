@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from coretools.server import kernel
+from coretools.sandbox import kernel
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="descriptor checks read /proc/self/fd")
 

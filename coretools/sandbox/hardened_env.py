@@ -1,6 +1,6 @@
 """The environment an allowlisted command runs in, whatever its arguments.
 
-`harden(env)` is applied by `processes.child_env` to every run (shell, discovered tools). It changes the
+`harden(env)` is applied by `runner.child_env` to every run (shell, discovered tools). It changes the
 environment only while a call that runs under an allowlist is being prepared (`run_shell_command` opens
 `for_allowlist()` around it): without an allowlist nothing bounds what runs, and the operator's hooks,
 aliases and global configuration keep working. `neutralise(env)` is the transformation itself. It
@@ -30,7 +30,7 @@ What cannot be pinned is any key whose name the writer chooses (`alias.*`, `filt
 `diff.<driver>.textconv`/`command`, `merge.<driver>.driver`, `remote.<name>.uploadpack`...), and
 `diff.external`: an empty value does not unset it, it makes every `git diff` fail ("external diff died").
 Those stay out of reach because the model cannot write git configuration: the argument policy
-(`coretools/tools/exec_policy.py`) refuses `git config` writes, aliases, `--git-dir` and writes into
+(`coretools/sandbox/exec_policy.py`) refuses `git config` writes, aliases, `--git-dir` and writes into
 `.git/`, and write_file refuses protected paths.
 
 Commits keep working: the operator's `user.name`/`user.email`, read once with the server's own environment,

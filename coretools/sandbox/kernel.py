@@ -77,8 +77,7 @@ def _load_openat2() -> Callable[[int, str, int, int], int] | None:
             raise OSError(err, os.strerror(err), path)
         return int(fd)
 
-    # Probe once: an old kernel answers ENOSYS, a seccomp filter EPERM/ENOSYS.
-    # (The probe's directory descriptor is closed too: it used to leak one descriptor per process.)
+    # Probe once: an old kernel answers ENOSYS, a seccomp filter EPERM/ENOSYS. The probe's descriptor is closed.
     try:
         top = os.open("/", os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     except OSError:

@@ -17,9 +17,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coretools.server import workspace as workspace_mod
+from coretools.sandbox import locks as locks_mod
 from coretools.server.toolset import ToolSet
-from coretools.server.workspace import Workspace
+from coretools.sandbox.gateway import Workspace
 from coretools.tools import textedit
 from coretools.tools.base import Elicitation, ToolContext
 from tests.conftest import REPO, call_tool, make_config, snapshot, text_of
@@ -272,7 +272,7 @@ async def test_concurrent_replaces_on_one_file_all_land(root: Path, monkeypatch)
     results = await _race(root, f, 6)
     assert [r.is_error for r in results] == [False] * 6, [text_of(r) for r in results]
     assert f.read_text() == "".join(f"k{i}=1\n" for i in range(6))
-    assert workspace_mod._EDIT_LOCKS._locks == {}
+    assert locks_mod._EDIT_LOCKS._locks == {}
 
 
 async def test_without_the_lock_the_race_is_caught_not_lost(root: Path, monkeypatch) -> None:
@@ -374,7 +374,7 @@ async def test_cancelled_waiter_does_not_leak_the_lock(root: Path) -> None:
         for ws in spaces:
             ws.close()
     assert f.read_text() == "v=3\n"
-    assert workspace_mod._EDIT_LOCKS._locks == {}
+    assert locks_mod._EDIT_LOCKS._locks == {}
 
 
 # -- kill -9 during large writes --------------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coretools.server.seccomp import filter_program
-from coretools.server.workspace import is_secret_env_name
+from coretools.sandbox.seccomp import filter_program
+from coretools.sandbox.paths import is_secret_env_name
 
 logger = logging.getLogger("coretools")
 

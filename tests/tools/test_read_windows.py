@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from coretools.server.workspace import Workspace
+from coretools.sandbox.gateway import Workspace
 from coretools.tools.base import ServerConfig
 from coretools.tools.filetypes import MAX_LINE_CHARS, classify, read_window, window_of_content
 from coretools.tools.read_file import ReadFile

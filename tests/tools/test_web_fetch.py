@@ -23,8 +23,9 @@ from pathlib import Path
 import httpcore2
 import pytest
 
-from coretools.tools import netpolicy, web_fetch
-from coretools.tools.netpolicy import LOCAL, PUBLIC, BLOCKED, UrlProblem, classify, parse_target
+from coretools.tools import web_fetch
+from coretools.sandbox import netpolicy
+from coretools.sandbox.netpolicy import LOCAL, PUBLIC, BLOCKED, UrlProblem, classify, parse_target
 from tests.conftest import call_tool, connect, text_of
 
 pytestmark = pytest.mark.anyio
@@ -604,7 +605,7 @@ async def test_proxy_environment_is_not_used(root, web, net, monkeypatch):
 
 
 async def test_backend_refuses_hosts_nobody_vetted():
-    from coretools.tools.pinned_http import PinnedBackend
+    from coretools.sandbox.pinned_http import PinnedBackend
 
     backend = PinnedBackend(netpolicy.NETWORK)
     with pytest.raises(httpcore2.ConnectError, match="not checked against the address policy"):

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import WalkReport, Workspace
+from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import WalkReport
 from tests.conftest import call_tool, text_of
 from tests.readside import write_files
 

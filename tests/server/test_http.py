@@ -255,7 +255,6 @@ async def test_slow_call_does_not_block_another_clients_reads(shared, mode: str)
 
 @pytest.mark.anyio
 async def test_slow_shell_command_does_not_block_reads(tmp_path: Path) -> None:
-    pytest.importorskip("coretools.tools.run_shell_command", reason="run_shell_command has not landed")
     root = tmp_path / "root"
     root.mkdir()
     (root / "f.txt").write_text("quick\n")

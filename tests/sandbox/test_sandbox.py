@@ -1,7 +1,7 @@
 """The adversarial sandbox suite: nothing outside the roots is ever read or changed.
 
-Every attack runs against the real tools (those present in `coretools/tools/`; the others are skipped by
-name until their module lands) and directly against the `Workspace` API, under every containment backend:
+Every attack runs against the real tools and directly against the `Workspace` API, under every
+containment backend:
 
 * `openat2`  - the kernel's RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS (Linux >= 5.6);
 * `walker`   - the O_NOFOLLOW component walk (`kernel._openat2 = None`, as `CORETOOLS_NO_OPENAT2=1` does);
@@ -32,10 +32,12 @@ from pathlib import Path
 import pytest
 
 from coretools.errors import PathError, ToolError
-from coretools.server import kernel
-from coretools.server import workspace as workspace_mod
-from coretools.server.ignore import IgnoreOptions
-from coretools.server.workspace import Workspace
+from coretools.sandbox import kernel
+from coretools.sandbox import gateway as workspace_mod
+from coretools.sandbox import writes as writes_mod
+from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import WalkReport
 from tests.conftest import call_tool, snapshot, stdio_params, text_of
 
 SECRETS = ("DECOY SECRET", "OUTSIDE SECRET", "ENV SECRET", "GIT SECRET")
@@ -292,12 +294,7 @@ STRICT = {t for t in TOOL_ARGS if t != "read_many_files"}
 REQUIRED_PATH = {"read_file", "list_directory", "write_file", "replace"}
 
 
-def need_tool(name: str) -> None:
-    pytest.importorskip(f"coretools.tools.{name}", reason=f"coretools/tools/{name}.py has not landed yet")
-
-
 async def attack(scene: Scene, tool: str, path: str, *extra: str):
-    need_tool(tool)
     result = await call_tool(scene.root, tool, TOOL_ARGS[tool](fill(path, scene)), *extra)
     text = text_of(result)
     assert_no_leak(text)
@@ -344,7 +341,6 @@ async def test_tools_refuse_protected_paths(scene: Scene, backend: str, tool: st
 
 
 async def test_allow_protected_opts_out(scene: Scene, backend: str) -> None:
-    need_tool("read_file")
     result = await call_tool(scene.root, "read_file", {"absolute_path": "notes"}, "--allow-protected")
     assert not result.is_error and "ENV SECRET" in text_of(result)
     result = await call_tool(scene.root, "read_file", {"absolute_path": ".env.example"})
@@ -381,7 +377,6 @@ async def test_tools_refuse_special_files_without_blocking(scene: Scene, backend
 async def test_bulk_tools_stay_inside(scene: Scene, backend: str, tool: str, args: dict) -> None:
     """C7/B9: walks over a root full of escaping links, loops, a cycle and special files: bounded, no hang,
     nothing from outside and no protected content."""
-    need_tool(tool)
     result = await call_tool(scene.root, tool, args)
     text = text_of(result)
     assert_no_leak(text)
@@ -393,7 +388,6 @@ async def test_bulk_tools_stay_inside(scene: Scene, backend: str, tool: str, arg
 
 async def test_symlinks_inside_keep_working(scene: Scene, backend: str) -> None:
     """B10: no false denial for links that stay inside the root."""
-    need_tool("read_file")
     for path in ("good_link", "good_abs", "good_dir/inner.txt", "sub/good_up", "{root}/good_dir/good_up"):
         result = await call_tool(scene.root, "read_file", {"absolute_path": fill(path, scene)})
         assert not result.is_error, (path, text_of(result))
@@ -401,7 +395,6 @@ async def test_symlinks_inside_keep_working(scene: Scene, backend: str) -> None:
 
 
 async def test_file_swapped_for_symlink_between_calls(scene: Scene, backend: str) -> None:
-    need_tool("read_file")
     victim = scene.root / "victim.txt"
     victim.write_text("VICTIM ORIGINAL\n")
     first = await call_tool(scene.root, "read_file", {"absolute_path": str(victim)})
@@ -430,7 +423,6 @@ async def test_swap_between_check_and_open(
 ) -> None:
     """B12/B13: the path is swapped for an escaping symlink right after the string check (`locate`) and
     before any open. The open itself is the check, so it refuses."""
-    need_tool(tool)
     victim = scene.root / "victim.txt"
     victim.write_text("VICTIM ORIGINAL SECRET\n")
     original = Workspace.locate
@@ -459,7 +451,6 @@ async def test_swap_between_open_and_read(
     """After the contained open (the node is checked to be a regular file), the name is swapped for a link
     to the decoy before the file is opened for reading. The read must use the inode that was checked (or
     refuse); it never follows the new link."""
-    need_tool(tool)
     victim = scene.root / "victim.txt"
     victim.write_text("VICTIM ORIGINAL\n")
     original = kernel.open_beneath
@@ -548,7 +539,7 @@ def test_write_ignores_a_planted_temp_file(scene: Scene, ws: Workspace, monkeypa
     """The temp file name is predicted and a link to the decoy planted there: O_EXCL|O_NOFOLLOW refuses it
     and another name is drawn."""
     suffixes = iter(["deadbeef", "cafef00d"])
-    monkeypatch.setattr(workspace_mod.secrets, "token_hex", lambda n: next(suffixes))
+    monkeypatch.setattr(writes_mod.secrets, "token_hex", lambda n: next(suffixes))
     plant = scene.root / "sub" / ".victim.txt.deadbeef.coretools.tmp"
     plant.symlink_to(scene.decoy / "secret.txt")
     ws.write_atomic(ws.locate("sub/victim.txt"), b"NEW\n")
@@ -761,7 +752,7 @@ def test_walk_skips_links_and_survives_a_directory_swapped_mid_walk(
 ) -> None:
     """B9/B14: links are never followed by a walk, and a directory replaced by a link to the decoy after
     it was listed (before it is entered) is not entered."""
-    original = workspace_mod._entry
+    original = workspace_mod.dir_entry
     swapped = []
 
     def entry(item, parent_rel):
@@ -771,8 +762,8 @@ def test_walk_skips_links_and_survives_a_directory_swapped_mid_walk(
             swap_for_link(scene.root / "sub", scene.decoy, keep=scene.root / "sub-old")
         return classified
 
-    monkeypatch.setattr(workspace_mod, "_entry", entry)
-    report = workspace_mod.WalkReport()
+    monkeypatch.setattr(workspace_mod, "dir_entry", entry)
+    report = WalkReport()
     rels = [e.rel for e in ws.walk(ws.locate("."), IgnoreOptions(), report=report)]
     assert_no_leak(" ".join(rels))
     assert "inside.txt" in rels

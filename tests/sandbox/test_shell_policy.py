@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from coretools.tools.shell_policy import Refused, ShellPolicy
+from coretools.sandbox.shell_policy import Refused, ShellPolicy
 
 ALLOW = ShellPolicy.from_prefixes(["ls", "cat", "echo", "git", "grep"], ["rm", "sudo", "curl"])
 DENY = ShellPolicy.from_prefixes([], ["rm", "sudo", "curl"])
@@ -313,7 +313,7 @@ def test_table_entry_refuses_and_names_the_part(program: str, command: str, why:
 
 
 def test_every_table_entry_has_a_case() -> None:
-    from coretools.tools.exec_policy import TABLE
+    from coretools.sandbox.exec_policy import TABLE
 
     assert set(TABLE) <= {program for program, _, _ in TABLE_CASES}
 
@@ -373,7 +373,7 @@ def test_dollar_underscore_is_refused_with_an_allowlist() -> None:
 
 
 def test_runs_programs_lists_what_can_start_programs() -> None:
-    from coretools.tools.exec_policy import runs_programs
+    from coretools.sandbox.exec_policy import runs_programs
 
     assert runs_programs(["ls", "git", "/usr/bin/python3.12", "cat", "make", "git"]) == ["git", "python3.12", "make"]
 
@@ -399,7 +399,7 @@ async def test_one_start_up_warning_when_allowed_programs_can_run_programs(root,
         assert warnings_for("--allow-command", "ls", "--allow-command", "cat") == []
         assert warnings_for("--deny-command", "rm") == []
         assert warnings_for() == []
-        from coretools.server.processes import bwrap_problem
+        from coretools.sandbox.runner import bwrap_problem
 
         if bwrap_problem() is None:
             assert warnings_for("--allow-command", "git", "--shell-sandbox", "bwrap") == []
@@ -454,7 +454,7 @@ def test_denylist_refusals_that_depend_on_unknown_words() -> None:
 
 
 def test_a_directory_to_write_inside_dot_git_is_refused_by_the_entry_itself() -> None:
-    from coretools.tools.exec_policy import ArgumentRefused, check
+    from coretools.sandbox.exec_policy import ArgumentRefused, check
 
     with pytest.raises(ArgumentRefused, match="inside a .git directory"):
         check("git", ["git", "-C", ".git", "status"], True)

@@ -13,7 +13,7 @@ import pytest
 from coretools.sandbox.matcher import NodeMatcher
 from coretools.sandbox.patterns import parse_include
 from coretools.sandbox.rgglobs import reroot
-from coretools.server.ripgrep import find_rg
+from coretools.sandbox.ripgrep import find_rg
 from tests.conftest import call_tool, text_of
 from tests.readside import write_files
 
@@ -243,7 +243,7 @@ async def test_geminiignore_negation_uses_exact_rules(root: Path, engine: str) -
 async def test_progress_and_cancellation_kill_ripgrep(root: Path) -> None:
     """A search cancelled while rg runs ends promptly and leaves no rg process behind."""
     from coretools.server.toolset import ToolSet
-    from coretools.server.workspace import Workspace
+    from coretools.sandbox.gateway import Workspace
     from coretools.tools.base import ToolContext
     from tests.conftest import make_config
 

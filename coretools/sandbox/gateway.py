@@ -1,0 +1,589 @@
+"""The workspace gateway: the roots and the only way any tool touches a user path.
+
+Tools never open user paths themselves. They ask the workspace to `locate` a path argument (string checks
+and root selection, no I/O) and then to open, list, walk or write it. Every one of those goes through
+`kernel.open_beneath` relative to a descriptor of the root, so a path that resolves outside every root
+(`..`, an escaping symlink, a sibling directory sharing a prefix) cannot be opened, even if the tree is
+changed between a check and a use: the check *is* the open, and tools work on the descriptor it returns.
+Writes are in `writes.py`, mixed into the same class.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import stat
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlparse
+
+from coretools.errors import (
+    InvalidPath,
+    OutsideWorkspace,
+    PathError,
+    ProtectedPath,
+    ToolError,
+)
+from coretools.sandbox import kernel
+from coretools.sandbox.ignore import (
+    GEMINIIGNORE,
+    GIT_INFO_EXCLUDE,
+    IgnoreOptions,
+    IgnoreRules,
+    SpecCache,
+)
+from coretools.sandbox.nofollow import NoFollowView
+from coretools.sandbox.paths import (
+    _CONTROL_CHARS,
+    MAX_COMPONENT_BYTES,
+    MAX_PATH_BYTES,
+    DirEntry,
+    Location,
+    Node,
+    Root,
+    RootError,
+    WalkBounds,
+    WalkReport,
+    dir_entry,
+    kind_name,
+    protected_reason,
+    strip_prefix,
+    within,
+)
+from coretools.sandbox.writes import Writes
+
+
+@dataclass
+class _State:
+    specs: SpecCache = field(default_factory=SpecCache)
+
+class Workspace(Writes):
+    """A set of root directories (the first is primary) and the operations allowed beneath them."""
+
+    def __init__(self, roots: list[str], *, allow_protected: bool = False) -> None:
+        if not roots:
+            raise RootError("no workspace root")
+        opened: list[Root] = []
+        seen: set[str] = set()
+        for raw in roots:
+            shown = os.path.normpath(os.path.abspath(os.path.expanduser(raw)))
+            real = os.path.realpath(shown)
+            fd = os.open(real, (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY | kernel.O_CLOEXEC)
+            # Take the canonical path from the descriptor itself where the platform can say: if a component
+            # was swapped for a symlink between realpath() and open(), the root is where the descriptor
+            # points, and that is what containment (and `narrowed`) must compare against.
+            real = kernel.fd_real_path(fd) or real
+            if real in seen:
+                os.close(fd)
+                continue
+            seen.add(real)
+            opened.append(Root(real, shown, fd))
+        self.roots: tuple[Root, ...] = tuple(opened)
+        self.allow_protected = allow_protected
+        self._anchors = [kernel.Anchor(r.fd, r.path) for r in self.roots]
+        self._state = _State()
+        # The root descriptors are closed by close(), or when the last reference goes: a workspace that a
+        # connection dropped (roots changed, session ended) may still be in use by calls in flight.
+        self._fds = [r.fd for r in opened]
+        self._finalizer = weakref.finalize(self, _close_all, self._fds)
+
+    # -- construction helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def check_root(raw: str, *, allow_broad: bool = False) -> str:
+        """Validate one configured root; return its absolute form or raise `RootError`."""
+        path = os.path.abspath(os.path.expanduser(raw))
+        if not os.path.exists(path):
+            raise RootError(f"root does not exist: {raw}")
+        if not os.path.isdir(path):
+            raise RootError(f"root is not a directory: {raw}")
+        real = os.path.realpath(path)
+        if not allow_broad:
+            if real == "/":
+                raise RootError(
+                    f"refusing to serve the whole file system ({raw}); pick a project directory, "
+                    "or pass --allow-broad-root if you really mean it"
+                )
+            home = os.path.realpath(os.path.expanduser("~"))
+            if real == home:
+                raise RootError(
+                    f"refusing to serve the home directory itself ({raw}); pick a project directory, "
+                    "or pass --allow-broad-root if you really mean it"
+                )
+        return path
+
+    def close(self) -> None:
+        self._finalizer()
+        self.roots = ()
+
+    def narrowed(self, client_roots: list[str], refused: list[str] | None = None) -> Workspace | None:
+        """The workspace seen by a client that declared `client_roots`: only the parts of our roots that
+        are also inside a client root. Client roots can narrow the operator's roots, never widen them, and
+        never reach into a protected path; each client root refused for that is described in `refused`."""
+        kept: list[str] = []
+        for client in client_roots:
+            c = os.path.realpath(client)
+            for root in self.roots:
+                if within(c, root.path):
+                    reason = self._protected_inside(c)
+                    if reason is None:
+                        kept.append(c)
+                    elif refused is not None:
+                        refused.append(f"{c} is {reason} of the root {root.shown}, a protected path")
+                elif within(root.path, c):
+                    kept.append(root.shown)
+        kept = [k for k in dict.fromkeys(kept) if os.path.isdir(k)]
+        if not kept:
+            return None
+        narrowed = Workspace(kept, allow_protected=self.allow_protected)
+        # The strings above were checked before the new roots were opened; check the opened descriptors
+        # too, so a client root swapped for a symlink to elsewhere in between cannot widen the workspace
+        # or land inside a protected path.
+        escaped = [
+            r
+            for r in narrowed.roots
+            if not any(within(r.path, mine.path) for mine in self.roots) or self._protected_inside(r.path)
+        ]
+        if escaped:
+            for r in escaped:
+                os.close(r.fd)
+                narrowed._fds.remove(r.fd)
+            narrowed.roots = tuple(r for r in narrowed.roots if r not in escaped)
+            narrowed._anchors = [kernel.Anchor(r.fd, r.path) for r in narrowed.roots]
+            if not narrowed.roots:
+                return None
+        return narrowed
+
+    def _protected_inside(self, path: str) -> str | None:
+        """Why a client root at canonical `path` would expose a protected path of an operator root (it lies
+        in `.git`, say), or None. Decided from the operator's roots, so a client cannot move the boundary."""
+        if self.allow_protected:
+            return None
+        for root in self.roots:
+            if within(path, root.path) and path != root.path:
+                reason = protected_reason(path[len(root.path) :].lstrip("/"))
+                if reason:
+                    return reason
+        return None
+
+    @property
+    def primary(self) -> Root:
+        return self.roots[0]
+
+    def root_list(self) -> list[str]:
+        return [r.shown for r in self.roots]
+
+    # -- locating ---------------------------------------------------------------------------------------
+
+    def locate(self, path: str, *, base: Location | None = None) -> Location:
+        """Check a path argument and tie it to a root. Relative paths are relative to `base` (or the
+        primary root). No file-system access happens here."""
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidPath("Path must be a non-empty string.")
+        if path.startswith("file://"):
+            path = unquote(urlparse(path).path)
+        if _CONTROL_CHARS.search(path):
+            raise InvalidPath("Path contains invalid characters (newlines or control characters).")
+        try:
+            encoded = path.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate such as "\ud800" (JSON allows it): no file can have it
+            raise InvalidPath("Path is not valid Unicode (it contains an unpaired surrogate character).") from None
+        if len(encoded) > MAX_PATH_BYTES:
+            raise InvalidPath(f"Path is too long (maximum {MAX_PATH_BYTES} bytes).")
+        if len(encoded) > MAX_COMPONENT_BYTES:  # (a shorter path cannot have a component that is too long)
+            for part in path.split("/"):
+                if len(part.encode("utf-8", "surrogateescape")) > MAX_COMPONENT_BYTES:
+                    raise InvalidPath(
+                        f'Path component "{part[:20]}..." is too long (maximum {MAX_COMPONENT_BYTES} bytes).'
+                    )
+        if path.startswith("/"):
+            for index, root in enumerate(self.roots):
+                rest = strip_prefix(path, root.shown)
+                if rest is None and root.path != root.shown:
+                    rest = strip_prefix(path, root.path)
+                if rest is not None:
+                    return self._location(index, rest)
+            raise OutsideWorkspace(path, self.root_list())
+        anchor = base or Location(0, "", self.primary.shown)
+        joined = f"{anchor.rel}/{path}" if anchor.rel else path
+        return self._location(anchor.root, joined)
+
+    def _location(self, index: int, rel: str) -> Location:
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        rel = "/".join(parts)
+        root_shown = self.roots[index].shown
+        if ".." in parts:
+            # `..` is left in `rel` for the kernel to judge (a symlinked parent changes what it means); but a
+            # path that climbs out lexically can be refused right away with a clear message.
+            shown_norm = os.path.normpath(os.path.join(root_shown, rel))
+            if not within(shown_norm, root_shown):
+                raise OutsideWorkspace(shown_norm, self.root_list())
+            lexical = os.path.relpath(shown_norm, root_shown)
+        else:  # already normal: no need for normpath and relpath (this is most calls)
+            lexical = rel
+            shown_norm = self.shown_path(index, rel)
+        if not self.allow_protected:
+            reason = protected_reason(lexical)
+            if reason:
+                raise ProtectedPath(shown_norm, reason)
+        return Location(index, rel, shown_norm)
+
+    def shown_path(self, root: int, rel: str) -> str:
+        base = self.roots[root].shown
+        if not rel:
+            return base
+        return f"{base}{rel}" if base.endswith("/") else f"{base}/{rel}"
+
+    # -- opening ----------------------------------------------------------------------------------------
+
+    def _open(self, loc: Location, flags: int, mode: int = 0o666, *, follow: bool = True) -> tuple[int, int]:
+        try:
+            return kernel.open_beneath(self._anchors, loc.root, loc.rel, flags, mode, follow_final=follow)
+        except kernel.EscapeError:
+            raise OutsideWorkspace(loc.shown, self.root_list()) from None
+        except OSError as exc:
+            raise self._os_error(exc, loc.shown) from None
+
+    def _os_error(self, exc: OSError, shown: str) -> ToolError:
+        code = exc.errno
+        if code == errno.EXDEV:
+            return OutsideWorkspace(shown, self.root_list())
+        if code in (errno.ENOENT, errno.ENOTDIR):
+            return PathError(f"File not found: {shown}", "file_not_found")
+        if code == errno.ELOOP:
+            return PathError(f"Path could not be resolved (symlink loop): {shown}", "path_not_in_workspace")
+        if code in (errno.EACCES, errno.EPERM):
+            return PathError(f"Permission denied: {shown}", "permission_denied")
+        if code == errno.ENOSPC:
+            return ToolError(f"No space left on device while writing {shown}", "no_space_left")
+        if code == errno.EFBIG:
+            return ToolError(f"File too large for this file system or resource limit: {shown}", "file_write_failure")
+        if code == errno.EROFS:
+            return ToolError(f"Read-only file system: {shown}", "file_write_failure")
+        if code == errno.ENAMETOOLONG:
+            return InvalidPath("Path is too long.")
+        if code == errno.ENXIO:  # where there is no O_PATH, opening a socket (or a driverless device) says so
+            return ToolError(
+                f"Not a regular file (a socket or a device): {shown}. Only regular files can be read.",
+                "read_content_failure",
+            )
+        return ToolError(f"{os.strerror(code) if code else exc}: {shown}", "execution_failed")
+
+    def _node(
+        self,
+        fd: int,
+        root: int,
+        fallback_rel: str,
+        *,
+        exempt: str | None = None,
+        exact: bool = False,
+        st: os.stat_result | None = None,
+    ) -> Node:
+        """`exact`: `fallback_rel` is known to be the real path (opened with no symlink on the way).
+        `st`: the descriptor's stat, when the caller already has it."""
+        if st is None:
+            st = os.fstat(fd)
+        if exact:
+            norm = os.path.normpath(fallback_rel) if fallback_rel else "."
+            root_index, rel = root, "" if norm == "." else norm
+        else:
+            root_index, rel = self._real_rel(fd, root, fallback_rel)
+        node = Node(fd, root_index, rel, self.shown_path(root_index, rel), st)
+        if not self.allow_protected and rel != exempt:
+            reason = protected_reason(rel)
+            if reason:
+                node.close()
+                raise ProtectedPath(node.path, reason)
+        return node
+
+    def _real_rel(self, fd: int, root: int, fallback_rel: str) -> tuple[int, str]:
+        real = kernel.fd_real_path(fd)
+        if real is not None:
+            order = [root, *range(len(self.roots))]
+            for index in order:
+                rest = strip_prefix(real, self.roots[index].path)
+                if rest is not None:
+                    return index, rest
+            # A root renamed or moved since start-up: compare with where its descriptor is now, so the
+            # protected-path check still sees the real name behind a symlink alias (`notes -> .env`).
+            for index in order:
+                now = kernel.fd_real_path(self.roots[index].fd)
+                rest = strip_prefix(real, now) if now else None
+                if rest is not None:
+                    return index, rest
+        # No kernel-reported path: the lexical one. (This used `.lstrip("./")`, which strips characters, not
+        # a prefix: `.env` became `env` and slipped past the protected-path check.)
+        norm = os.path.normpath(fallback_rel) if fallback_rel else "."
+        return root, "" if norm == "." else norm
+
+    def open_node(self, loc: Location, *, follow: bool = True) -> Node:
+        """Open anything (file, directory, special file) without reading it, for `stat` and type checks."""
+        return self._open_node(loc, follow=follow)
+
+    def _open_node(self, loc: Location, *, follow: bool = True, exempt: str | None = None) -> Node:
+        flags = kernel.O_PATH if kernel.O_PATH else os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY
+        if kernel.O_PATH:
+            try:
+                fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, flags)
+            except OSError as exc:
+                raise self._os_error(exc, loc.shown) from None
+            if fd is not None:  # no symlink on the way: the path as given is the real one
+                return self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True)
+        fd, root = self._open(loc, flags, follow=follow)
+        return self._node(fd, root, loc.rel, exempt=exempt)
+
+    def stat(self, loc: Location) -> os.stat_result:
+        with self.open_node(loc) as node:
+            return node.st
+
+    def exists(self, loc: Location) -> bool:
+        try:
+            with self.open_node(loc):
+                return True
+        except PathError as exc:
+            if exc.kind == "file_not_found":
+                return False
+            raise
+
+    @contextmanager
+    def open_file(self, loc: Location) -> Iterator[tuple[Node, object]]:
+        """Open a regular file for reading; yields `(node, binary_file)`.
+
+        FIFOs, sockets and devices are refused without opening them for reading, so nothing blocks.
+        """
+        with self._open_regular(loc) as pair:
+            yield pair
+
+    @contextmanager
+    def _open_regular(self, loc: Location, *, exempt: str | None = None) -> Iterator[tuple[Node, object]]:
+        # `exempt`: the one protected root-relative path the server itself may read (.git/info/exclude for
+        # the ignore engine), and only when that is the file's real path, never through an alias.
+        fast = self._open_plain_regular(loc, exempt)
+        if fast is not None:
+            node, fd = fast
+            with _reader(fd) as handle:
+                yield node, handle
+            return
+        node = self._open_node(loc, exempt=exempt)
+        try:
+            if node.is_dir:
+                raise ToolError(f"Path is a directory, not a file: {node.path}", "target_is_directory")
+            if not node.is_file:
+                raise ToolError(
+                    f"Not a regular file ({kind_name(node.st.st_mode)}): {node.path}. Only regular files can be read.",
+                    "read_content_failure",
+                )
+            fd = kernel.reopen(node.fd, os.O_RDONLY) if kernel.O_PATH else None
+            if fd is None:
+                fd, _ = self._open(loc, os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_dev) != (node.st.st_ino, node.st.st_dev):
+                os.close(fd)
+                raise ToolError(f"File changed while being opened: {node.path}", "read_content_failure")
+            node.st = st
+            with _reader(fd) as handle:
+                yield node, handle
+        finally:
+            node.close()
+
+    def _open_plain_regular(self, loc: Location, exempt: str | None) -> tuple[Node, int] | None:
+        """The common case in one open: a symlink-free path to a regular file, opened for reading directly
+        (non-blocking, so a FIFO cannot hang it) and checked on the descriptor. Anything else (a link on the
+        way, not a regular file, no openat2) returns None and takes the general O_PATH route, which refuses
+        special files without opening them for reading."""
+        if not kernel.O_PATH:
+            return None
+        try:
+            fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY)
+        except OSError:
+            return None  # the general route reports the error with its own message
+        if fd is None:
+            return None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return None
+        node = self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True, st=st)  # closes fd if protected
+        node.fd = -1  # the file object below owns the descriptor
+        return node, fd
+
+    def read_bytes(self, loc: Location, limit: int | None = None) -> tuple[Node, bytes]:
+        with self.open_file(loc) as (node, handle):
+            data = handle.read() if limit is None else handle.read(limit)  # type: ignore[attr-defined]
+            return node, data
+
+    # -- directories ------------------------------------------------------------------------------------
+
+    @contextmanager
+    def open_dir(self, loc: Location) -> Iterator[tuple[Node, int]]:
+        """Open a directory for listing; yields `(node, readable_dir_fd)`."""
+        node = self.open_node(loc)
+        try:
+            if not node.is_dir:
+                raise ToolError(f"Path is not a directory: {node.path}", "path_is_not_a_directory")
+            fd = kernel.reopen(node.fd, os.O_RDONLY | kernel.O_DIRECTORY) if kernel.O_PATH else None
+            if fd is None:
+                fd, _ = self._open(loc, os.O_RDONLY | kernel.O_DIRECTORY)
+            try:
+                yield node, fd
+            finally:
+                os.close(fd)
+        finally:
+            node.close()
+
+    def list_dir(self, loc: Location) -> tuple[Node, list[DirEntry]]:
+        """Entries of a directory, symlinks not followed (their kind is "symlink")."""
+        with self.open_dir(loc) as (node, fd):
+            entries = [dir_entry(e, node.rel) for e in _scandir(fd)]
+            return node, entries
+
+    def ignore_rules(self, root: int, options: IgnoreOptions) -> IgnoreRules:
+        return IgnoreRules(lambda rel: self._ignore_spec(root, rel), options)
+
+    def _ignore_spec(self, root: int, rel_file: str):  # -> RuleSet | None
+        return self._ignore_entry(root, rel_file)[0]
+
+    def ignore_source(self, root: int, rel_file: str) -> bytes | None:
+        """The bytes of one ignore file of a root (`.gitignore`, `.geminiignore`, `.git/info/exclude`), read
+        through the gateway and cached with its parsed form, so ripgrep can be handed the very rules the
+        walk applies. None when it does not exist or cannot be read."""
+        return self._ignore_entry(root, rel_file)[1]
+
+    def _ignore_entry(self, root: int, rel_file: str):  # -> (RuleSet | None, bytes | None)
+        try:
+            st = os.stat(rel_file, dir_fd=self.roots[root].fd, follow_symlinks=False)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > 1 << 20:
+            signature = None
+        else:
+            signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+
+        def load() -> bytes | None:
+            loc = Location(root, rel_file, self.shown_path(root, rel_file))
+            try:
+                # The server reads `.git/info/exclude` for itself (its content is never shown). The
+                # protected-path rule refused it here, so the ignore engine silently never applied it;
+                # it is waived for exactly that real path.
+                with self._open_regular(loc, exempt=GIT_INFO_EXCLUDE) as (_, handle):
+                    return handle.read(1 << 20)  # type: ignore[attr-defined]
+            except ToolError:
+                return None
+
+        return self._state.specs.entry(root, rel_file, signature, load)
+
+    def is_ignored(self, node_root: int, rel: str, is_dir: bool, options: IgnoreOptions) -> bool:
+        if not (options.git or options.defaults):  # only .geminiignore can apply (read_file's question)
+            if not options.gemini or self._ignore_spec(node_root, GEMINIIGNORE) is None:
+                return False
+        return self.ignore_rules(node_root, options).ignored(rel, is_dir)
+
+    def walk(
+        self,
+        loc: Location,
+        options: IgnoreOptions,
+        *,
+        bounds: WalkBounds | None = None,
+        report: WalkReport | None = None,
+        include_dirs: bool = False,
+        cancelled: object = None,
+    ) -> Iterator[DirEntry]:
+        """Yield the files below `loc` (depth first, names sorted), pruning ignored directories and never
+        following symlinks. `cancelled`, if given, is called between directories and may raise."""
+        bounds = bounds or WalkBounds()
+        report = report if report is not None else WalkReport()
+        check = cancelled if callable(cancelled) else None
+        with self.open_dir(loc) as (node, top_fd):
+            rules = self.ignore_rules(node.root, options)
+            stack: list[tuple[int, str, int]] = [(os.dup(top_fd), node.rel, 0)]
+            count = 0
+            try:
+                while stack:
+                    dir_fd, dir_rel, depth = stack.pop()
+                    try:
+                        if check is not None:
+                            check()
+                        try:
+                            raw = sorted(_scandir(dir_fd), key=lambda e: e.name)
+                        except OSError:
+                            report.unreadable += 1
+                            continue
+                        subdirs: list[tuple[str, str]] = []
+                        for item in raw:
+                            entry = dir_entry(item, dir_rel)
+                            if entry.kind == "symlink":
+                                report.symlinks_skipped += 1
+                                continue
+                            if entry.kind not in ("dir", "file"):
+                                continue
+                            is_dir = entry.kind == "dir"
+                            # parents are visible (pruned otherwise), so the name alone decides
+                            if not self.allow_protected and protected_reason(entry.name):
+                                report.ignored += 1
+                                continue
+                            if rules.active and rules.decide(entry.rel, is_dir):
+                                report.ignored += 1
+                                continue
+                            count += 1
+                            if count > bounds.max_entries:
+                                report.truncated = f"stopped after {bounds.max_entries} entries"
+                                return
+                            if is_dir:
+                                if include_dirs:
+                                    yield entry
+                                if depth + 1 >= bounds.max_depth:
+                                    report.truncated = f"did not descend below depth {bounds.max_depth}"
+                                    continue
+                                subdirs.append((entry.name, entry.rel))
+                            else:
+                                yield entry
+                        for name, rel in reversed(subdirs):
+                            try:
+                                sub = os.open(
+                                    name,
+                                    os.O_RDONLY | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC,
+                                    dir_fd=dir_fd,
+                                )
+                            except OSError:
+                                report.unreadable += 1
+                                continue
+                            stack.append((sub, rel, depth + 1))
+                    finally:
+                        os.close(dir_fd)
+            finally:
+                for fd, _, _ in stack:
+                    os.close(fd)
+
+    # -- paths another program reported (ripgrep enumerates, the gateway checks) -------------------------
+
+    def no_follow(self, root: int) -> NoFollowView:
+        """A view of root-relative paths (as ripgrep reports them) that resolves each one a component at a
+        time from the root's descriptor and follows no symlink at all; use it as a context manager."""
+        return NoFollowView(self.roots[root].fd, self.allow_protected)
+
+    def lstat_many(self, root: int, rels: list[str]) -> list[os.stat_result | None]:
+        """`lstat` of many root-relative paths, resolved beneath the root's descriptor without following any
+        symlink (a symlinked directory on the way, `..`, or a protected path gives None, as does a missing
+        one). One directory open per distinct directory, one `fstatat` per path."""
+        with self.no_follow(root) as view:
+            return view.lstat_many(rels)
+
+def _close_all(fds: list[int]) -> None:
+    while fds:
+        try:
+            os.close(fds.pop())
+        except OSError:
+            pass
+
+def _scandir(fd: int) -> list[os.DirEntry]:
+    # os.scandir(fd) works on a duplicate it closes itself, so ours stays valid.
+    with os.scandir(fd) as it:
+        return list(it)
+
+def _reader(fd: int) -> io.BufferedReader:
+    # An explicit buffer size: with the default, `open` asks the descriptor whether it is a terminal (one
+    # more system call per file) only to choose a size.
+    return open(fd, "rb", buffering=io.DEFAULT_BUFFER_SIZE)  # noqa: SIM115 - the caller closes it

@@ -1,0 +1,163 @@
+"""What a path argument may name, before any I/O: the roots, the containment rule's string side, the
+protected names (`.git` internals, secret env files), and the value types the gateway hands out."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+
+MAX_PATH_BYTES = 4096
+
+_CONTROL_CHARS = re.compile("[\x00-\x1f\x7f]")
+
+MAX_COMPONENT_BYTES = 255
+
+SECRET_ENV_ALLOWED_SUFFIXES = {"example", "sample", "template", "dist", "defaults", "schema"}
+
+class RootError(ValueError):
+    """A configured root is unusable (the CLI turns this into exit code 2)."""
+
+def is_secret_env_name(name: str) -> bool:
+    """`.env`, `.env.local`, `.env.production` ... but not `.env.example` and friends."""
+    lower = _protected_form(name)
+    if lower == ".env":
+        return True
+    if lower.startswith(".env."):
+        return lower[5:] not in SECRET_ENV_ALLOWED_SUFFIXES
+    return False
+
+def _protected_form(name: str) -> str:
+    # Lower-cased (case-insensitive file systems) and without trailing dots and spaces, which Windows, SMB
+    # and NTFS drop (`.git.`, `.env ` name the real thing there); gemini-cli compares the same way.
+    return name.lower().rstrip(" .")
+
+def protected_reason(rel: str) -> str | None:
+    """Why a root-relative path is protected, or None. `.git` internals and secret env files are."""
+    parts = [p for p in rel.split("/") if p]
+    for part in parts:
+        if _protected_form(part) == ".git":
+            return "inside a .git directory"
+    if parts and is_secret_env_name(parts[-1]):
+        return "a secret environment file (.env)"
+    return None
+
+def protected_name(name: str) -> bool:
+    """Is one path component protected (`protected_reason` of a single name)? Cheap for the common case:
+    every protected spelling starts with a dot."""
+    return name[:1] == "." and protected_reason(name) is not None
+
+@dataclass(frozen=True)
+class Root:
+    path: str  # canonical (realpath)
+    shown: str  # as configured, absolute and normalised; what users and models see
+    fd: int
+
+@dataclass(frozen=True)
+class Location:
+    """A path argument tied to a root, before any I/O. `rel` may still contain `..` and symlinks;
+    only the kernel-checked open decides where it really leads."""
+
+    root: int
+    rel: str
+    shown: str  # absolute, lexically normalised, for messages
+
+@dataclass
+class Node:
+    """An open, contained file-system object (an `O_PATH` descriptor where the platform has one)."""
+
+    fd: int
+    root: int
+    rel: str  # canonical path relative to its root ('' for the root itself)
+    path: str  # absolute path as shown to the model
+    st: os.stat_result
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.st.st_mode)
+
+    @property
+    def is_file(self) -> bool:
+        return stat.S_ISREG(self.st.st_mode)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Node:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+@dataclass
+class DirEntry:
+    name: str
+    rel: str
+    kind: str  # "dir" | "file" | "symlink" | "other"
+    size: int
+    mtime: float
+
+@dataclass
+class WalkReport:
+    """What a walk left out, so tools can tell the model."""
+
+    ignored: int = 0
+    symlinks_skipped: int = 0
+    unreadable: int = 0
+    truncated: str | None = None  # a note when a bound was hit
+
+@dataclass
+class WalkBounds:
+    max_entries: int = 200_000
+    max_depth: int = 64
+
+@dataclass
+class WriteOutcome:
+    path: str
+    created: bool
+    previous_mode: int | None = None
+
+def within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+def strip_prefix(path: str, prefix: str) -> str | None:
+    """`path` relative to `prefix` if it lies (lexically) inside it, component-wise; else None."""
+    prefix = prefix.rstrip("/") or "/"
+    if path == prefix or path.rstrip("/") == prefix:
+        return ""
+    if prefix == "/":
+        return path.lstrip("/")
+    if path.startswith(prefix + "/"):
+        return path[len(prefix) + 1 :]
+    return None
+
+def dir_entry(item: os.DirEntry, parent_rel: str) -> DirEntry:
+    rel = f"{parent_rel}/{item.name}" if parent_rel else item.name
+    try:
+        st = item.stat(follow_symlinks=False)
+    except OSError:
+        return DirEntry(item.name, rel, "other", 0, 0.0)
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        kind = "symlink"
+    elif stat.S_ISDIR(mode):
+        kind = "dir"
+    elif stat.S_ISREG(mode):
+        kind = "file"
+    else:
+        kind = "other"
+    return DirEntry(item.name, rel, kind, st.st_size if kind == "file" else 0, st.st_mtime)
+
+def kind_name(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    return "not a regular file"

@@ -1,0 +1,335 @@
+"""Writes through the gateway: contained parent directories, atomic replacement, in-place writes where a
+rename would change more than the content (see `durable`), and the per-file edit lock."""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Callable
+
+from coretools.errors import (
+    InvalidPath,
+    OutsideWorkspace,
+    PathError,
+    ProtectedPath,
+    ToolError,
+)
+from coretools.sandbox import durable, kernel
+from coretools.sandbox.locks import _EDIT_LOCKS, EditLock
+from coretools.sandbox.paths import Location, WriteOutcome, kind_name, protected_reason
+
+
+class Writes:
+    """The write half of the workspace gateway (mixed into `Workspace`)."""
+
+    def _parent_of(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]:
+        """Open the parent directory of `loc` (creating missing directories inside the root if asked).
+        Returns `(parent_fd, root_index, parent_rel, name)`."""
+        parent_rel, _, name = loc.rel.rpartition("/")
+        if name in ("", ".", ".."):
+            raise InvalidPath(f"Path does not name a file: {loc.shown}")
+        flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
+        parent_loc = Location(loc.root, parent_rel, os.path.dirname(loc.shown))
+        try:
+            fd, root = kernel.open_beneath(self._anchors, loc.root, parent_rel, flags)
+        except kernel.EscapeError:
+            raise OutsideWorkspace(loc.shown, self.root_list()) from None
+        except FileNotFoundError:
+            if not create:
+                raise PathError(f"Directory not found: {parent_loc.shown}", "file_not_found") from None
+            fd, root = self._make_dirs(loc.root, parent_rel, loc.shown)
+        except OSError as exc:
+            raise self._os_error(exc, loc.shown) from None
+        real_root, real_parent = self._real_rel(fd, root, parent_rel)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise PathError(f"Parent is not a directory: {parent_loc.shown}", "file_not_found")
+        return fd, real_root, real_parent, name
+
+    def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:
+        """`mkdir -p` of `parent_rel`; returns the last directory, opened.
+
+        Each prefix is re-resolved with `open_beneath`, so `..` and in-root symlinks mean what they mean
+        everywhere else and an escaping symlink is refused; a directory is only ever created (mkdirat) in a
+        descriptor that contained resolution returned. mkdirat never follows a final symlink, so a dangling
+        link in the way is not created through: EEXIST, and the re-open still fails. A symlinked directory
+        opened with O_PATH|O_NOFOLLOW|O_DIRECTORY answers ENOTDIR, not ELOOP: it is re-resolved like any prefix.
+        """
+        flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
+        fd, index = kernel.open_beneath(self._anchors, root, "", flags)
+        parts = [p for p in parent_rel.split("/") if p not in ("", ".")]
+        try:
+            for i, part in enumerate(parts):
+                prefix = "/".join(parts[: i + 1])
+                try:
+                    nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
+                except FileNotFoundError:
+                    if not self.allow_protected:
+                        # Judge the real place before creating anything: through an in-root link
+                        # (`cfg -> .git`) a lexically harmless `cfg/new/x` would create `.git/new`.
+                        _, real_parent = self._real_rel(fd, index, "/".join(parts[:i]))
+                        reason = protected_reason(f"{real_parent}/{part}" if real_parent else part)
+                        if reason:
+                            raise ProtectedPath(shown, reason)
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
+                os.close(fd)
+                fd, index = nxt, nxt_index
+        except ToolError:
+            os.close(fd)
+            raise
+        except kernel.EscapeError:
+            os.close(fd)
+            raise OutsideWorkspace(shown, self.root_list()) from None
+        except OSError as exc:
+            os.close(fd)
+            raise self._os_error(exc, shown) from None
+        return fd, index
+
+    def write_atomic(
+        self,
+        loc: Location,
+        data: bytes,
+        *,
+        create_parents: bool = True,
+        must_not_exist: bool = False,
+        mode: int | None = None,
+        expect: os.stat_result | None = None,
+    ) -> WriteOutcome:
+        """Replace (or create) a file atomically: temp file beside it, fsync, rename over it.
+
+        A reader sees the old content or the new, never a mix; a crash leaves at most a stray temp file.
+        A symlink at the target is followed only if it resolves inside a root; the real file is replaced.
+        `expect` (the stat of the file as it was read) refuses the write if the file was replaced or changed
+        on disk since; `must_not_exist` never replaces a file that appears meanwhile (hard-link, not rename).
+        """
+        parent_fd, root, parent_rel, name = self._parent_of(loc, create=create_parents)
+        try:
+            try:
+                st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                os.close(parent_fd)
+                parent_fd = -1
+                try:
+                    target = self.open_node(loc)  # follows the link, contained
+                except PathError as exc:
+                    if exc.kind != "file_not_found":
+                        raise
+                    raise _dangling_link(loc.shown) from None
+                with target:
+                    if not target.is_file:
+                        raise ToolError(f"Symlink target is not a regular file: {loc.shown}", "file_write_failure")
+                    real = Location(target.root, target.rel, target.path)
+                return self.write_atomic(
+                    real, data, create_parents=False, must_not_exist=must_not_exist, mode=mode, expect=expect
+                )
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"Path is a directory, not a file: {loc.shown}", "target_is_directory")
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"Not a regular file ({kind_name(st.st_mode)}): {loc.shown}", "file_write_failure")
+            if st is not None and must_not_exist:
+                raise ToolError(f"File already exists: {loc.shown}", "attempt_to_create_existing_file")
+            if expect is not None:
+                _check_unchanged(st, expect, loc.shown)
+            rel = f"{parent_rel}/{name}" if parent_rel else name
+            shown = self.shown_path(root, rel)
+            if not self.allow_protected:
+                reason = protected_reason(rel)
+                if reason:
+                    raise ProtectedPath(shown, reason)
+            # Keep the old permissions minus set-user/group-ID: new content must not inherit them (the kernel
+            # drops them too when an ordinary process writes to such a file).
+            perm = stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID) if st is not None else mode
+            if st is not None and not durable.may_write(parent_fd, name):
+                raise PathError(
+                    f"Permission denied: {shown} is not writable by the user the server runs as (uid "
+                    f"{os.geteuid()}); it was left untouched. Ask the user to change its permissions, or write "
+                    "elsewhere.",
+                    "permission_denied",
+                )
+            target = os.path.join(self.roots[root].path, rel)
+            if st is not None and not durable.rename_keeps_identity(st):
+                self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect)
+            else:
+                self._replace(parent_fd, name, data, perm, st, shown, target, no_replace=must_not_exist, expect=expect)
+            return WriteOutcome(shown, created=st is None, previous_mode=stat.S_IMODE(st.st_mode) if st else None)
+        finally:
+            if parent_fd >= 0:
+                os.close(parent_fd)
+
+    def _replace(
+        self,
+        parent_fd: int,
+        name: str,
+        data: bytes,
+        perm: int | None,
+        old: os.stat_result | None,
+        shown: str,
+        target: str,
+        *,
+        no_replace: bool = False,
+        expect: os.stat_result | None = None,
+    ) -> None:
+        # The temp name is cut by bytes, not characters (200 characters of a multibyte name overflowed
+        # NAME_MAX: "Path is too long"). O_EXCL|O_NOFOLLOW never opens a planted file or symlink; a name
+        # already taken, by chance or by a plant, just means another random suffix.
+        stem = os.fsencode(name)[:200].decode("utf-8", "ignore")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | kernel.O_NOFOLLOW | kernel.O_CLOEXEC
+        for attempt in range(16):
+            tmp = f".{stem}.{secrets.token_hex(4)}.coretools.tmp"
+            try:
+                fd = os.open(tmp, flags, 0o666 if perm is None else 0o600, dir_fd=parent_fd)
+                break
+            except FileExistsError as exc:
+                if attempt == 15:
+                    raise self._os_error(exc, shown) from None
+            except OSError as exc:
+                raise self._os_error(exc, shown) from None
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                if perm is not None:
+                    os.fchmod(fd, perm)
+                carried = old is None or durable.carry_over(parent_fd, name, fd, old)
+                if carried:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            if not carried:
+                os.unlink(tmp, dir_fd=parent_fd)
+                self._write_in_place(parent_fd, name, data, perm, old, shown, target, expect)
+                return
+            if expect is not None:  # once more, as late as possible: the temp file took time to write
+                try:
+                    now = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    now = None
+                _check_unchanged(now, expect, shown)
+            if no_replace:
+                _link_no_replace(parent_fd, tmp, name, shown)
+            else:
+                os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        except BaseException as exc:
+            try:
+                os.unlink(tmp, dir_fd=parent_fd)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise self._os_error(exc, shown) from None
+            raise
+        _fsync_dir(parent_fd)
+
+    def _write_in_place(
+        self,
+        parent_fd: int,
+        name: str,
+        data: bytes,
+        perm: int | None,
+        old: os.stat_result,
+        shown: str,
+        target: str,
+        expect: os.stat_result | None,
+    ) -> None:
+        """Rewrite the file itself (same inode: its links, owner and attributes stay), crash-safe through a
+        recovery record of its old bytes (see `durable`)."""
+        try:
+            fd = os.open(name, os.O_RDWR | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_CLOEXEC, dir_fd=parent_fd)
+        except OSError as exc:
+            raise self._os_error(exc, shown) from None
+        try:
+            st = os.fstat(fd)
+            _check_unchanged(st, expect if expect is not None else old, shown)
+            record = durable.save_old(target, fd, st)
+            try:
+                durable.write_in_place(fd, data)
+                if perm is not None and stat.S_IMODE(st.st_mode) != perm:
+                    os.fchmod(fd, perm)
+            except BaseException:
+                record.restore(fd)
+                raise
+            record.drop()
+        except OSError as exc:
+            raise self._os_error(exc, shown) from None
+        finally:
+            os.close(fd)
+
+    def edit_key(self, loc: Location) -> str:
+        """The canonical absolute path of the file `loc` names, following a contained symlink at the target
+        as `write_atomic` does. It names the file across atomic replacements (an inode would not) and is the
+        same in every Workspace of this process, so it can key a process-wide lock."""
+        try:
+            parent_fd, root, parent_rel, name = self._parent_of(loc, create=False)
+        except PathError as exc:
+            if exc.kind != "file_not_found":
+                raise
+            return os.path.normpath(os.path.join(self.roots[loc.root].path, loc.rel))
+        try:
+            st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        except OSError:
+            st = None
+        finally:
+            os.close(parent_fd)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            try:
+                with self.open_node(loc) as target:
+                    return os.path.join(self.roots[target.root].path, target.rel)
+            except PathError:
+                pass  # dangling or escaping: the write will refuse it; key the link itself
+        rel = f"{parent_rel}/{name}" if parent_rel else name
+        return os.path.join(self.roots[root].path, rel)
+
+    def lock_edit(self, loc: Location, *, cancelled: Callable[[], object] | None = None) -> EditLock:
+        """Take the process-wide lock of the file `loc` names (blocking; `cancelled` is called while waiting
+        and may raise to give up). Read-modify-write under it; release with `.release()`."""
+        return _EDIT_LOCKS.acquire(self.edit_key(loc), cancelled)
+
+def _check_unchanged(st: os.stat_result | None, expect: os.stat_result, shown: str) -> None:
+    same = st is not None and (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
+        expect.st_dev, expect.st_ino, expect.st_size, expect.st_mtime_ns
+    )
+    if not same:
+        raise ToolError(
+            f"File changed on disk while it was being edited (another program wrote, moved or deleted it): "
+            f"{shown}. Nothing was written. Read the file again and redo the edit.",
+            "file_write_failure",
+        )
+
+def _link_no_replace(parent_fd: int, tmp: str, name: str, shown: str) -> None:
+    try:
+        os.link(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise ToolError(f"File already exists: {shown}", "attempt_to_create_existing_file") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
+            raise
+        os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)  # no hard links here
+        return
+    os.unlink(tmp, dir_fd=parent_fd)
+
+def _dangling_link(shown: str) -> ToolError:
+    return ToolError(
+        f"Cannot write {shown}: it is a symbolic link whose target does not exist (a dangling link). Nothing was "
+        "written. Write to the link's intended target path instead, or remove the link first.",
+        "file_write_failure",
+    )
+
+def _fsync_dir(dir_fd: int) -> None:
+    fd = kernel.reopen(dir_fd, os.O_RDONLY | kernel.O_DIRECTORY) if kernel.O_PATH else os.dup(dir_fd)
+    if fd is None:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
