@@ -23,8 +23,8 @@ references can run command substitutions), `[[ ]]`, `eval`, parameter expansions
 descriptors, command names that are not literal words, `$_` (its value is the previous command's last
 argument, so the model sets it), and arguments naming a path inside a `.git` directory (literally, or
 with expansions around a literal `.git`). Programs that can run programs are checked against the argument
-table in `exec_policy.py` (git, sed, awk, find, env, xargs and the other launchers, tar, ...), and an
-allowlisted command runs in the hardened environment of `coretools/server/hardened_env.py`. With only a
+table in `exec_policy` (git, sed, awk, find, env, xargs and the other launchers, tar, ...), and an
+allowlisted command runs in the hardened environment of `coretools/sandbox/hardened_env.py`. With only a
 denylist, substitutions and `eval` strings are looked into rather than refused, but anything that hides
 which command runs is still refused, including the table's options that carry a command line. Parse
 errors are always refused.
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coretools.sandbox import exec_policy
-from coretools.sandbox.exec_policy import ArgumentRefused, Pattern
+from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern, names_git_dir
 
 MAX_SUBCOMMANDS = 100
 MAX_DEPTH = 8  # nested `bash -c` / `eval` / launcher levels
@@ -486,7 +486,7 @@ def _shape(node: Any) -> str:
 def _shape_names_git_dir(node: Any) -> bool:
     """Does a word that is not literal still name a `.git` directory in its literal parts (`$PWD/.git`,
     `"$EMPTY".git`)?"""
-    return exec_policy.names_git_dir(_shape(node).replace("\0", ""))  # an expansion may be empty
+    return names_git_dir(_shape(node).replace("\0", ""))  # an expansion may be empty
 
 
 def _plain_expansion(node: Any) -> bool:

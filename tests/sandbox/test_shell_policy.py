@@ -454,7 +454,8 @@ def test_denylist_refusals_that_depend_on_unknown_words() -> None:
 
 
 def test_a_directory_to_write_inside_dot_git_is_refused_by_the_entry_itself() -> None:
-    from coretools.sandbox.exec_policy import ArgumentRefused, check
+    from coretools.sandbox.exec_policy import check
+    from coretools.sandbox.exec_policy.words import ArgumentRefused
 
     with pytest.raises(ArgumentRefused, match="inside a .git directory"):
         check("git", ["git", "-C", ".git", "status"], True)

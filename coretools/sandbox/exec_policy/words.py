@@ -1,0 +1,121 @@
+"""What every entry of the argument policy reads a command line with: the words (`Word`, `Pattern`), the
+verdicts (`ArgumentRefused`, `Launch`), option spellings (long names, short clusters, abbreviations) and
+the paths a program may not name (`.git`, outside the working directory)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+Word = str | None  # None: a word whose value the parse cannot know
+
+
+class Pattern(str):
+    """A literal word with unquoted glob or brace characters: bash may expand it into other words."""
+
+
+class ArgumentRefused(Exception):
+    """An argument of a table program is refused; `why` names the part."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A command a program would run; `clean_env` when it runs without the caller's environment."""
+
+    argv: list[Word]
+    clean_env: bool = False
+
+
+Entry = Callable[[str, list[Word], bool], list[Launch]]
+EXPANDS_FIRST = set("*?[{")
+STRICT = "while an allowlist is active"
+
+def refuse(why: str) -> ArgumentRefused:
+    return ArgumentRefused(why)
+
+
+def literal_args(name: str, args: list[Word]) -> None:
+    """Every argument must be known, and may not expand into an option."""
+    for word in args:
+        if word is None:
+            raise refuse(f"an argument of {name} is not literal (an expansion), so what {name} would do cannot be "
+                         f"checked; write it out {STRICT}")  # fmt: skip
+        if isinstance(word, Pattern) and word[:1] in EXPANDS_FIRST | {"-"}:
+            raise refuse(f"{name} argument `{word}` is a glob or brace expansion that could expand to an option; "
+                         "quote it, or start it with ./")  # fmt: skip
+
+
+def long_name(word: str) -> str | None:
+    """`name` for `--name` or `--name=value`, else None."""
+    if word.startswith("--") and len(word) > 2:
+        return word[2:].split("=", 1)[0]
+    return None
+
+
+def short_letters(word: str) -> str:
+    """The letters of a short-option cluster (`-abc`), else ''."""
+    if word.startswith("-") and not word.startswith("--") and len(word) > 1:
+        return word[1:]
+    return ""
+
+
+def cluster_letters(word: str, valued: str) -> str:
+    """The option letters of a short cluster, up to the first one that takes the rest as its value."""
+    letters = short_letters(word)
+    for index, letter in enumerate(letters):
+        if letter in valued:
+            return letters[: index + 1]
+    return letters
+
+
+def abbreviates(given: str, names: Iterable[str], exact: frozenset[str] = frozenset()) -> str | None:
+    """The refused long option `given` spells or abbreviates (getopt and git accept unique prefixes)."""
+    if given in exact:
+        return None
+    for name in names:
+        if name == given or (given and name.startswith(given)):
+            return name
+    return None
+
+
+def cluster_value(args: list[Word], index: int, letter: str) -> str | None:
+    """The value of `letter` inside the cluster at `index`: the rest of the cluster, or the next word."""
+    word = args[index] or ""
+    rest = word[word.index(letter) + 1 :]
+    if rest:
+        return rest
+    return args[index + 1] if index + 1 < len(args) else None
+
+
+def below(name: str, what: str, path: str) -> None:
+    """A directory or file to write must be a relative path below the working directory."""
+    parts = path.split("/")
+    if path.startswith(("/", "~")) or ".." in parts:
+        raise refuse(f"{name} {what} `{path}` leaves the working directory; use a relative path below it {STRICT} "
+                     "(or the tool's `directory` argument)")  # fmt: skip
+    if names_git_dir(path):
+        raise refuse(f"{name} {what} `{path}` is inside a .git directory")
+
+
+def _is_git_dir(component: str, pattern: bool) -> bool:
+    lowered = component.lower()
+    if lowered.rstrip(". ") == ".git":
+        return True
+    globbed = pattern and lowered.startswith(".") and any(c in lowered for c in "*?[")
+    return globbed and fnmatch.fnmatchcase(".git", lowered)
+
+
+def names_git_dir(word: str) -> bool:
+    """Does `word` (or the value of `--opt=value`) name a path inside, or at, a `.git` directory?"""
+    pattern = isinstance(word, Pattern)
+    for piece in re.split(r"[=:]", word):
+        if any(_is_git_dir(part, pattern) for part in piece.split("/")):
+            return True
+    return False
+
