@@ -71,11 +71,6 @@ class SpecCache:
         self._lock = threading.Lock()
         self._specs: dict[tuple[int, str], tuple[object, RuleSet | None, bytes | None]] = {}
 
-    def get(
-        self, root: int, rel_file: str, signature: object, load: Callable[[], bytes | None]
-    ) -> RuleSet | None:
-        return self.entry(root, rel_file, signature, load)[0]
-
     def entry(
         self, root: int, rel_file: str, signature: object, load: Callable[[], bytes | None]
     ) -> tuple[RuleSet | None, bytes | None]:

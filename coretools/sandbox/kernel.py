@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import stat
 import sys
 from collections.abc import Callable
@@ -97,12 +96,6 @@ _openat2 = _load_openat2()
 
 def have_openat2() -> bool:
     return _openat2 is not None
-
-
-def describe_backend() -> str:
-    if _openat2 is not None:
-        return f"openat2(RESOLVE_BENEATH) on Linux {platform.release()}"
-    return "O_NOFOLLOW component walk"
 
 
 @dataclass
