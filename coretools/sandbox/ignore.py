@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coretools.sandbox.matcher import RuleSet
-from coretools.sandbox.patterns import rule_lines
+from coretools.sandbox.patterns.gitignore import rule_lines
 
 DEFAULT_EXCLUDED_DIRS = (
     "node_modules",

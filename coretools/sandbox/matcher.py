@@ -18,7 +18,9 @@ import functools
 from collections.abc import Sequence
 
 from coretools.sandbox import casefold
-from coretools.sandbox.patterns import (
+from coretools.sandbox.patterns.gitignore import parse_gitignore
+from coretools.sandbox.patterns.glob import parse_globs
+from coretools.sandbox.patterns.tree import (
     GLOBSTAR,
     Alt,
     Chars,
@@ -33,8 +35,6 @@ from coretools.sandbox.patterns import (
     Seq,
     Text,
     has_exclude,
-    parse_gitignore,
-    parse_globs,
 )
 
 MAX_MEM = 64 << 20  # RE2's memory budget per compiled pattern

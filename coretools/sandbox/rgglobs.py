@@ -15,7 +15,8 @@ import functools
 
 from coretools.sandbox import casefold
 from coretools.sandbox.matcher import NodeMatcher
-from coretools.sandbox.patterns import PatternError, gitignore_segment
+from coretools.sandbox.patterns.gitignore import gitignore_segment
+from coretools.sandbox.patterns.tree import PatternError
 
 
 def strip_trailing_spaces(body: str) -> str:

@@ -47,9 +47,11 @@ from coretools.sandbox.ignore import (
     IgnoreRules,
 )
 from coretools.sandbox.matcher import NodeMatcher
-from coretools.sandbox.patterns import PatternError, alt, gitignore_segment, parse_glob
-from coretools.sandbox.rgglobs import reroot, segment_matcher, strip_trailing_spaces
 from coretools.sandbox.paths import protected_name
+from coretools.sandbox.patterns.gitignore import gitignore_segment
+from coretools.sandbox.patterns.glob import parse_glob
+from coretools.sandbox.patterns.tree import PatternError, alt
+from coretools.sandbox.rgglobs import reroot, segment_matcher, strip_trailing_spaces
 
 BASE_FLAGS = (
     "--no-config",

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from coretools.errors import ToolError
 from coretools.sandbox.matcher import NodeMatcher, encode
-from coretools.sandbox.patterns import parse_include
+from coretools.sandbox.patterns.include import parse_include
 from coretools.sandbox.rgglobs import include_flags
 from coretools.sandbox import ripgrep
 from coretools.sandbox.ignore import IgnoreOptions

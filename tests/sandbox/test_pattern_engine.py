@@ -14,7 +14,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hs
 
 from coretools.sandbox.matcher import GlobSet, NodeMatcher, RuleSet
-from coretools.sandbox.patterns import PatternError, expand_braces, parse_include
+from coretools.sandbox.patterns.braces import expand_braces
+from coretools.sandbox.patterns.include import parse_include
+from coretools.sandbox.patterns.tree import PatternError
 from coretools.sandbox.rgglobs import name_glob
 
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from coretools.sandbox.matcher import NodeMatcher
-from coretools.sandbox.patterns import parse_include
+from coretools.sandbox.patterns.include import parse_include
 from coretools.sandbox.rgglobs import reroot
 from coretools.sandbox.ripgrep import find_rg
 from tests.conftest import call_tool, text_of
