@@ -1,21 +1,68 @@
-"""Errors a tool reports to the model.
+"""Errors: the kinds a failed call reports, the error a tool raises, and the one the CLI reports at start.
 
 A `ToolError` becomes an `isError` result whose text is the message, so the message must say what went
-wrong and what to do about it. `kind` mirrors Gemini CLI's `ToolErrorType` values where one fits; it is
-carried in the result's structured content (sent with `--structured-content`) so a program can branch on
-it without parsing prose.
+wrong and what to do about it. Its `kind` is an `ErrorKind`: the values mirror Gemini CLI's `ToolErrorType`
+where one fits, and are carried as plain strings in the result's structured content (sent with
+`--structured-content`) so a program can branch on them without parsing prose.
+
+This module is the leaf every layer imports; it imports nothing from the package.
 """
 
 from __future__ import annotations
+
+from enum import Enum
+
+
+class ErrorKind(str, Enum):
+    """Why a call failed. The values are part of the protocol: never rename one."""
+
+    # the call itself
+    INVALID_TOOL_PARAMS = "invalid_tool_params"
+    EXECUTION_FAILED = "execution_failed"
+    UNHANDLED_EXCEPTION = "unhandled_exception"
+    CALL_TIMEOUT = "call_timeout"
+    SERVER_BUSY = "server_busy"
+    CANCELLED_BY_USER = "cancelled_by_user"
+    POLICY_VIOLATION = "policy_violation"
+    # paths and files
+    PATH_NOT_IN_WORKSPACE = "path_not_in_workspace"
+    PATH_IS_NOT_A_DIRECTORY = "path_is_not_a_directory"
+    FILE_NOT_FOUND = "file_not_found"
+    FILE_TOO_LARGE = "file_too_large"
+    PERMISSION_DENIED = "permission_denied"
+    TARGET_IS_DIRECTORY = "target_is_directory"
+    READ_CONTENT_FAILURE = "read_content_failure"
+    FILE_WRITE_FAILURE = "file_write_failure"
+    NO_SPACE_LEFT = "no_space_left"
+    ATTEMPT_TO_CREATE_EXISTING_FILE = "attempt_to_create_existing_file"
+    # replace
+    EDIT_PREPARATION_FAILURE = "edit_preparation_failure"
+    EDIT_NO_OCCURRENCE_FOUND = "edit_no_occurrence_found"
+    EDIT_EXPECTED_OCCURRENCE_MISMATCH = "edit_expected_occurrence_mismatch"
+    EDIT_NO_CHANGE = "edit_no_change"
+    # one tool each
+    GREP_EXECUTION_ERROR = "grep_execution_error"
+    SHELL_EXECUTE_ERROR = "shell_execute_error"
+    DISCOVERED_TOOL_EXECUTION_ERROR = "discovered_tool_execution_error"
+    WEB_FETCH_PROCESSING_ERROR = "web_fetch_processing_error"
+    WEB_FETCH_FALLBACK_FAILED = "web_fetch_fallback_failed"
+    WEB_SEARCH_FAILED = "web_search_failed"
+    MEMORY_TOOL_EXECUTION_ERROR = "memory_tool_execution_error"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
 
 
 class ToolError(Exception):
     """A failure the model should read and can act on."""
 
-    def __init__(self, message: str, kind: str = "execution_failed") -> None:
+    def __init__(self, message: str, kind: ErrorKind = ErrorKind.EXECUTION_FAILED) -> None:
         super().__init__(message)
         self.message = message
-        self.kind = kind
+        self.kind = ErrorKind(kind)
 
 
 class PathError(ToolError):
@@ -24,7 +71,7 @@ class PathError(ToolError):
 
 class InvalidPath(PathError):
     def __init__(self, reason: str) -> None:
-        super().__init__(f"Invalid path: {reason}", "invalid_tool_params")
+        super().__init__(f"Invalid path: {reason}", ErrorKind.INVALID_TOOL_PARAMS)
 
 
 class OutsideWorkspace(PathError):
@@ -33,7 +80,7 @@ class OutsideWorkspace(PathError):
         super().__init__(
             f'Path not in workspace: Attempted path "{path}" resolves outside the allowed workspace '
             f"directories: {listed}",
-            "path_not_in_workspace",
+            ErrorKind.PATH_NOT_IN_WORKSPACE,
         )
 
 
@@ -42,5 +89,10 @@ class ProtectedPath(PathError):
         super().__init__(
             f'Path is protected: "{path}" is {what}. coretools refuses it by default; the operator can '
             "start the server with --allow-protected to permit it.",
-            "path_not_in_workspace",
+            ErrorKind.PATH_NOT_IN_WORKSPACE,
         )
+
+
+class ConfigurationError(Exception):
+    """A server option that cannot work, found while building the tools at start. The CLI reports the
+    message as `coretools-mcp: error: <message>` and exits with status 2; nothing is served."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from coretools.errors import (
+    ErrorKind,
     InvalidPath,
     OutsideWorkspace,
     PathError,
@@ -252,25 +253,25 @@ class Workspace(Writes):
         if code == errno.EXDEV:
             return OutsideWorkspace(shown, self.root_list())
         if code in (errno.ENOENT, errno.ENOTDIR):
-            return PathError(f"File not found: {shown}", "file_not_found")
+            return PathError(f"File not found: {shown}", ErrorKind.FILE_NOT_FOUND)
         if code == errno.ELOOP:
-            return PathError(f"Path could not be resolved (symlink loop): {shown}", "path_not_in_workspace")
+            return PathError(f"Path could not be resolved (symlink loop): {shown}", ErrorKind.PATH_NOT_IN_WORKSPACE)
         if code in (errno.EACCES, errno.EPERM):
-            return PathError(f"Permission denied: {shown}", "permission_denied")
+            return PathError(f"Permission denied: {shown}", ErrorKind.PERMISSION_DENIED)
         if code == errno.ENOSPC:
-            return ToolError(f"No space left on device while writing {shown}", "no_space_left")
+            return ToolError(f"No space left on device while writing {shown}", ErrorKind.NO_SPACE_LEFT)
         if code == errno.EFBIG:
-            return ToolError(f"File too large for this file system or resource limit: {shown}", "file_write_failure")
+            return ToolError(f"File too large for this file system or resource limit: {shown}", ErrorKind.FILE_WRITE_FAILURE)
         if code == errno.EROFS:
-            return ToolError(f"Read-only file system: {shown}", "file_write_failure")
+            return ToolError(f"Read-only file system: {shown}", ErrorKind.FILE_WRITE_FAILURE)
         if code == errno.ENAMETOOLONG:
             return InvalidPath("Path is too long.")
         if code == errno.ENXIO:  # where there is no O_PATH, opening a socket (or a driverless device) says so
             return ToolError(
                 f"Not a regular file (a socket or a device): {shown}. Only regular files can be read.",
-                "read_content_failure",
+                ErrorKind.READ_CONTENT_FAILURE,
             )
-        return ToolError(f"{os.strerror(code) if code else exc}: {shown}", "execution_failed")
+        return ToolError(f"{os.strerror(code) if code else exc}: {shown}", ErrorKind.EXECUTION_FAILED)
 
     def _node(
         self,
@@ -344,7 +345,7 @@ class Workspace(Writes):
             with self.open_node(loc):
                 return True
         except PathError as exc:
-            if exc.kind == "file_not_found":
+            if exc.kind == ErrorKind.FILE_NOT_FOUND:
                 return False
             raise
 
@@ -370,11 +371,11 @@ class Workspace(Writes):
         node = self._open_node(loc, exempt=exempt)
         try:
             if node.is_dir:
-                raise ToolError(f"Path is a directory, not a file: {node.path}", "target_is_directory")
+                raise ToolError(f"Path is a directory, not a file: {node.path}", ErrorKind.TARGET_IS_DIRECTORY)
             if not node.is_file:
                 raise ToolError(
                     f"Not a regular file ({kind_name(node.st.st_mode)}): {node.path}. Only regular files can be read.",
-                    "read_content_failure",
+                    ErrorKind.READ_CONTENT_FAILURE,
                 )
             fd = kernel.reopen(node.fd, os.O_RDONLY) if kernel.O_PATH else None
             if fd is None:
@@ -382,7 +383,7 @@ class Workspace(Writes):
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_dev) != (node.st.st_ino, node.st.st_dev):
                 os.close(fd)
-                raise ToolError(f"File changed while being opened: {node.path}", "read_content_failure")
+                raise ToolError(f"File changed while being opened: {node.path}", ErrorKind.READ_CONTENT_FAILURE)
             node.st = st
             with _reader(fd) as handle:
                 yield node, handle
@@ -423,7 +424,7 @@ class Workspace(Writes):
         node = self.open_node(loc)
         try:
             if not node.is_dir:
-                raise ToolError(f"Path is not a directory: {node.path}", "path_is_not_a_directory")
+                raise ToolError(f"Path is not a directory: {node.path}", ErrorKind.PATH_IS_NOT_A_DIRECTORY)
             fd = kernel.reopen(node.fd, os.O_RDONLY | kernel.O_DIRECTORY) if kernel.O_PATH else None
             if fd is None:
                 fd, _ = self._open(loc, os.O_RDONLY | kernel.O_DIRECTORY)

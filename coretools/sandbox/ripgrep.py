@@ -73,18 +73,18 @@ MAX_GLOB_CHARS = 4_096
 def check_rg_argument(name: str, value: str, limit: int) -> None:
     """A tool parameter bound for ripgrep's command line: no NUL byte can pass there, and the kernel caps an
     argument's length (E2BIG). Refused with a message the model can act on, before anything runs."""
-    from coretools.errors import ToolError
+    from coretools.errors import ErrorKind, ToolError
 
     if "\x00" in value:
         raise ToolError(
             f"The '{name}' parameter contains a NUL character, which no file name or regex here can use; remove it.",
-            "invalid_tool_params",
+            ErrorKind.INVALID_TOOL_PARAMS,
         )
     if len(value) > limit:
         raise ToolError(
             f"The '{name}' parameter is {len(value)} characters long; the limit is {limit}. Use a shorter, more "
             "specific expression.",
-            "invalid_tool_params",
+            ErrorKind.INVALID_TOOL_PARAMS,
         )
 
 

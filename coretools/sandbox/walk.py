@@ -34,7 +34,7 @@ from typing import Protocol
 import anyio
 import anyio.from_thread
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.matcher import GlobSet
 from coretools.sandbox.rgglobs import name_glob
 from coretools.sandbox.ignore import DEFAULT_EXCLUDES, GEMINIIGNORE, GIT_INFO_EXCLUDE, GITIGNORE, IgnoreOptions
@@ -101,7 +101,7 @@ def search_scopes(ws: Workspace, path: str | None) -> list[Scope]:
     loc = ws.locate(path)
     with ws.open_node(loc) as node:
         if not node.is_dir:
-            raise ToolError(f"Search path is not a directory: {node.path}", "path_is_not_a_directory")
+            raise ToolError(f"Search path is not a directory: {node.path}", ErrorKind.PATH_IS_NOT_A_DIRECTORY)
         return [Scope(Location(node.root, node.rel, node.path), node.path)]
 
 

@@ -10,6 +10,7 @@ import stat
 from collections.abc import Callable
 
 from coretools.errors import (
+    ErrorKind,
     InvalidPath,
     OutsideWorkspace,
     PathError,
@@ -38,14 +39,14 @@ class Writes:
             raise OutsideWorkspace(loc.shown, self.root_list()) from None
         except FileNotFoundError:
             if not create:
-                raise PathError(f"Directory not found: {parent_loc.shown}", "file_not_found") from None
+                raise PathError(f"Directory not found: {parent_loc.shown}", ErrorKind.FILE_NOT_FOUND) from None
             fd, root = self._make_dirs(loc.root, parent_rel, loc.shown)
         except OSError as exc:
             raise self._os_error(exc, loc.shown) from None
         real_root, real_parent = self._real_rel(fd, root, parent_rel)
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             os.close(fd)
-            raise PathError(f"Parent is not a directory: {parent_loc.shown}", "file_not_found")
+            raise PathError(f"Parent is not a directory: {parent_loc.shown}", ErrorKind.FILE_NOT_FOUND)
         return fd, real_root, real_parent, name
 
     def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:
@@ -120,22 +121,22 @@ class Writes:
                 try:
                     target = self.open_node(loc)  # follows the link, contained
                 except PathError as exc:
-                    if exc.kind != "file_not_found":
+                    if exc.kind != ErrorKind.FILE_NOT_FOUND:
                         raise
                     raise _dangling_link(loc.shown) from None
                 with target:
                     if not target.is_file:
-                        raise ToolError(f"Symlink target is not a regular file: {loc.shown}", "file_write_failure")
+                        raise ToolError(f"Symlink target is not a regular file: {loc.shown}", ErrorKind.FILE_WRITE_FAILURE)
                     real = Location(target.root, target.rel, target.path)
                 return self.write_atomic(
                     real, data, create_parents=False, must_not_exist=must_not_exist, mode=mode, expect=expect
                 )
             if st is not None and stat.S_ISDIR(st.st_mode):
-                raise ToolError(f"Path is a directory, not a file: {loc.shown}", "target_is_directory")
+                raise ToolError(f"Path is a directory, not a file: {loc.shown}", ErrorKind.TARGET_IS_DIRECTORY)
             if st is not None and not stat.S_ISREG(st.st_mode):
-                raise ToolError(f"Not a regular file ({kind_name(st.st_mode)}): {loc.shown}", "file_write_failure")
+                raise ToolError(f"Not a regular file ({kind_name(st.st_mode)}): {loc.shown}", ErrorKind.FILE_WRITE_FAILURE)
             if st is not None and must_not_exist:
-                raise ToolError(f"File already exists: {loc.shown}", "attempt_to_create_existing_file")
+                raise ToolError(f"File already exists: {loc.shown}", ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE)
             if expect is not None:
                 _check_unchanged(st, expect, loc.shown)
             rel = f"{parent_rel}/{name}" if parent_rel else name
@@ -152,7 +153,7 @@ class Writes:
                     f"Permission denied: {shown} is not writable by the user the server runs as (uid "
                     f"{os.geteuid()}); it was left untouched. Ask the user to change its permissions, or write "
                     "elsewhere.",
-                    "permission_denied",
+                    ErrorKind.PERMISSION_DENIED,
                 )
             target = os.path.join(self.roots[root].path, rel)
             if st is not None and not durable.rename_keeps_identity(st):
@@ -270,7 +271,7 @@ class Writes:
         try:
             parent_fd, root, parent_rel, name = self._parent_of(loc, create=False)
         except PathError as exc:
-            if exc.kind != "file_not_found":
+            if exc.kind != ErrorKind.FILE_NOT_FOUND:
                 raise
             return os.path.normpath(os.path.join(self.roots[loc.root].path, loc.rel))
         try:
@@ -301,14 +302,14 @@ def _check_unchanged(st: os.stat_result | None, expect: os.stat_result, shown: s
         raise ToolError(
             f"File changed on disk while it was being edited (another program wrote, moved or deleted it): "
             f"{shown}. Nothing was written. Read the file again and redo the edit.",
-            "file_write_failure",
+            ErrorKind.FILE_WRITE_FAILURE,
         )
 
 def _link_no_replace(parent_fd: int, tmp: str, name: str, shown: str) -> None:
     try:
         os.link(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd, follow_symlinks=False)
     except FileExistsError:
-        raise ToolError(f"File already exists: {shown}", "attempt_to_create_existing_file") from None
+        raise ToolError(f"File already exists: {shown}", ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE) from None
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
             raise
@@ -320,7 +321,7 @@ def _dangling_link(shown: str) -> ToolError:
     return ToolError(
         f"Cannot write {shown}: it is a symbolic link whose target does not exist (a dangling link). Nothing was "
         "written. Write to the link's intended target path instead, or remove the link first.",
-        "file_write_failure",
+        ErrorKind.FILE_WRITE_FAILURE,
     )
 
 def _fsync_dir(dir_fd: int) -> None:

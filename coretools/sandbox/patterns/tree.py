@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 
 
 class PatternError(ToolError):
     """A pattern the engine refuses; the message names it and says why (a tool's caller sees it as is)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, "invalid_tool_params")
+        super().__init__(message, ErrorKind.INVALID_TOOL_PARAMS)
 
 
 def shortened(pattern: str) -> str:
