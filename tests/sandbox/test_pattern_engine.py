@@ -221,6 +221,7 @@ def test_globs_match_as_wcmatch_did(pattern: str, path: str, case_sensitive: boo
 
 @CHECKS
 @given(PATTERN, SEGMENT)
+@example("**()", "1")  # `*` then the extglob `*()`, not one star before the text "()"
 def test_name_patterns_match_as_wcmatch_did(pattern: str, entry: str) -> None:
     from wcmatch import fnmatch
 

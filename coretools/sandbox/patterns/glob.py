@@ -133,13 +133,14 @@ class _Segment:
                 text.append(s[self.i + 1 : self.i + 2])
                 self.i += 2
                 continue
-            if ch in _EXT and s[self.i + 1 : self.i + 2] == "(" and self._group_end(self.i + 1) is not None:
+            if ch in _EXT and self._opens_group(self.i):
                 flush()
                 items.append(self._group(ch, depth))
                 continue
             if ch == "*":
                 flush()
-                while self.i < len(s) and s[self.i] == "*":
+                self.i += 1
+                while self.i < len(s) and s[self.i] == "*" and not self._opens_group(self.i):  # `**(a)`: `*`, `*(a)`
                     self.i += 1
                 if not (items and items[-1] == star()):
                     items.append(star())
@@ -164,6 +165,10 @@ class _Segment:
             self.i += 1
         flush()
         return seq(*items)
+
+    def _opens_group(self, i: int) -> bool:
+        """Does an extglob group (`@(`, `*(`...) with its closing parenthesis start at `i`?"""
+        return self.s[i + 1 : i + 2] == "(" and self._group_end(i + 1) is not None
 
     def _group_end(self, open_at: int) -> int | None:
         """Where the group opened at `open_at` closes (nested groups, escapes and classes skipped)."""
