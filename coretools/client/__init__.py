@@ -14,6 +14,7 @@ Typical use::
         answer = result.text  # the model's final text; result.contents holds the whole history
 """
 
+from .arguments import coerce_arguments
 from .bridge import Bridge, PublishedTool, ServerFailure, list_all_tools
 from .config import ConfigError, ServerConfig, load_config, parse_config
 from .convert import (
@@ -55,9 +56,12 @@ from .loop import (
 )
 from .names import NAME_PATTERN, publish_names, sanitize_part
 from .openai_loop import OpenAIChatBackend, run_openai
-from .schema import coerce_arguments, sanitize_schema, to_json_profile, to_openapi_profile
+from .schema import sanitize_schema, to_json_profile, to_openapi_profile
 from .style import DEFAULT_POLICY, KILO_POLICY, StylePolicy, ToolStyle, resolve_tool_style
-from .xmlcalls import CallParser, ParsedCall, parse_calls, render_call, render_results, render_tool_prompt, run_parsed_calls
+from .xml_dispatch import run_parsed_calls
+from .xml_format import render_call, render_results
+from .xml_parser import CallParser, ParsedCall, parse_calls
+from .xml_prompt import render_tool_prompt
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -34,6 +34,7 @@ from mcp import ClientSession, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from .arguments import coerce_arguments
 from .config import ServerConfig, load_config
 from .convert import (
     ToolOutcome,
@@ -47,7 +48,7 @@ from .convert import (
 )
 from .history import function_calls
 from .names import PrefixMode, publish_names, should_prefix
-from .schema import Profile, coerce_arguments
+from .schema import Profile
 from .stdio import StdioServerProcess
 from .style import normalize_choice
 

@@ -288,8 +288,8 @@ class CallLedger:
 def native_tool_calls_event(function_call: Mapping[str, Any], ledger: CallLedger | None = None) -> dict[str, Any]:
     """A Gemini ``functionCall`` as the seed's ``native_tool_calls`` stream chunk.
 
-    The model's id is kept when it sent one; otherwise a fresh UUID-based id is made (the seed
-    used ``name + Date.now()``, which repeats for parallel calls of one tool).
+    The model's id is kept when it sent one; otherwise a fresh UUID-based id is made (unique
+    even among parallel calls of one tool, which the seed's ``name + Date.now()`` is not).
     """
     given = function_call.get("id")
     call_id = given or new_call_id()

@@ -18,7 +18,7 @@ on the next request. The helpers :func:`run_rest`, :func:`run_code_assist` and
 
 ``tool_style`` picks how the model calls tools: ``json`` (native ``functionDeclarations``),
 ``xml`` (the tools are described in the system instruction and the calls are read from the
-model's text by :mod:`coretools.client.xmlcalls`; results go back as a text user turn, images
+model's text by :mod:`coretools.client.xml_parser`; results go back as a text user turn, images
 as inline data after it), or ``None``/``auto``: the bridge's own ``tool_style`` if set, else
 :func:`coretools.client.style.resolve_tool_style` for the backend's provider (``gemini``,
 ``gemini-cli``) and model. Both styles end in the same :meth:`Bridge.run_calls` dispatch.
@@ -40,7 +40,9 @@ from .convert import ToolOutcome
 from .history import StreamAccumulator, function_calls, response_text
 from .schema import Profile
 from .style import StylePolicy, ToolStyle, normalize_choice, resolve_tool_style
-from .xmlcalls import TextCalls, answer_text_calls, render_results, render_tool_prompt
+from .xml_dispatch import TextCalls, answer_text_calls
+from .xml_format import render_results
+from .xml_prompt import render_tool_prompt
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 CODE_ASSIST_BASE_URL = "https://cloudcode-pa.googleapis.com"

@@ -4,7 +4,7 @@ Many local servers (llama.cpp, Ollama, vLLM, LM Studio, ...) speak this wire for
 of them accept ``tools``. :func:`run_openai` works both ways:
 
 * ``xml``: no ``tools`` in the request; the tools are described in the system message
-  (:func:`coretools.client.xmlcalls.render_tool_prompt`), calls are read from the assistant's
+  (:func:`coretools.client.xml_prompt.render_tool_prompt`), calls are read from the assistant's
   text as it streams, and the results go back as a ``user`` message of ``<tool_result>``
   blocks;
 * ``json``: native ``tools`` / ``tool_calls`` (streamed ``tool_calls`` deltas are joined per
@@ -33,7 +33,9 @@ from .bridge import Bridge
 from .convert import content_text, function_response_part, new_call_id, openai_tool_message
 from .loop import DEFAULT_MAX_TURNS, EventHandler, RunResult, _emitter, _http_client, _post_json, _post_sse, choose_tool_style
 from .style import StylePolicy
-from .xmlcalls import TextCalls, answer_text_calls, render_results, render_tool_prompt
+from .xml_dispatch import TextCalls, answer_text_calls
+from .xml_format import render_results
+from .xml_prompt import render_tool_prompt
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 

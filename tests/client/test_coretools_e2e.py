@@ -1,8 +1,8 @@
 """End to end with the real coretools server: two instances on two roots, so every name collides
 and must be prefixed, driven by the real google-genai client and by the REST loop.
 
-Runs whenever the server package imports; it is skipped (with the reason) only while
-``coretools.server.app`` cannot be imported.
+The server runs as a subprocess (``python -m coretools serve``), as a host would start it; a
+server that cannot start fails these tests.
 """
 
 from __future__ import annotations
@@ -14,12 +14,6 @@ import anyio
 import pytest
 from client_support import alive, check_json_profile, check_openapi_profile
 from fake_gemini import Chunk, FakeGemini, Request, check
-
-try:
-    import coretools.server.app  # noqa: F401
-except Exception as exc:  # pragma: no cover - only while the server is not there
-    pytest.skip(f"the coretools server is not importable yet: {exc!r}", allow_module_level=True)
-
 from google import genai
 from google.genai import types as genai_types
 

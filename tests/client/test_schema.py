@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from coretools.client.schema import coerce_arguments, enum_text, to_json_profile, to_openapi_profile
+from coretools.client.arguments import coerce_arguments
+from coretools.client.schema import enum_text, to_json_profile, to_openapi_profile
 
 REAL_WORLD = [
     pytest.param(tool["inputSchema"], id=f"{path.stem}:{tool['name']}")

@@ -29,7 +29,7 @@ from coretools.client import Bridge, parse_config
 from coretools.client.loop import run_rest
 from coretools.client.openai_loop import run_openai
 from coretools.client.style import KILO_POLICY
-from coretools.client.xmlcalls import decode_value
+from coretools.client.xml_format import decode_value
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 

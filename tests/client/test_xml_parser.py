@@ -17,20 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coretools.client.bridge import PublishedTool
-from coretools.client.xmlcalls import (
-    CallParser,
-    ParsedCall,
-    coerce_parameters,
-    decode_value,
-    encode_value,
-    example_arguments,
-    parse_calls,
-    render_call,
-    render_result,
-    render_tool_prompt,
-    tool_schema,
-)
 from coretools.client.convert import ToolOutcome
+from coretools.client.xml_format import decode_value, encode_value, render_call, render_result
+from coretools.client.xml_parser import CallParser, ParsedCall, parse_calls
+from coretools.client.xml_prompt import example_arguments, render_tool_prompt, tool_schema
+from coretools.client.xml_types import coerce_parameters
 
 TOOLS = {"fs__write_file", "fs__read_file", "b__echo", "ping"}
 
