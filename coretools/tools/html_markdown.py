@@ -11,7 +11,7 @@ a page can make superlinear:
    markdownify turns the soup into markdown.
 
 Python's html.parser is not used: it rescans unclosed constructs (`<!--`, `<?`, `<!`, `</a x`) from the
-start at every step, so a few hundred kilobytes of them took minutes.
+start at every step, so a few hundred kilobytes of them take minutes.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def _end_of(low: str, marker: str, start: int) -> int:
 
 class TreeWalkBuilder(LXMLTreeBuilder):
     """BeautifulSoup's lxml builder, fed from a tree libxml2 built on its own rather than from parser
-    callbacks. Built in C, the tree keeps libxml2's nesting limit, which the callback route does not
-    (BeautifulSoup then grew 10,000-level trees, slowly, and markdownify overflowed the stack on them).
+    callbacks. Built in C, the tree keeps libxml2's nesting limit, which the callback route lacks (there,
+    BeautifulSoup grows trees thousands of levels deep, slowly, and markdownify overflows the stack on them).
     At most `max_elements` elements are handed on; `truncated` says whether there were more."""
 
     def __init__(self, max_elements: int) -> None:
