@@ -187,11 +187,13 @@ def _setup_logging(level: str) -> None:
 
 
 def _config(args: argparse.Namespace):
+    """The typed configuration of a parsed command line; raises `RootError` for an unusable `--root`."""
     from coretools.sandbox.gateway import Workspace
-    from coretools.tools.base import ServerConfig
+    from coretools.server.config import ServerConfig
+    from coretools.server.toolset import tool_options
 
     roots = [Workspace.check_root(r, allow_broad=args.allow_broad_root) for r in args.roots]
-    return ServerConfig(roots=roots, allow_protected=args.allow_protected, options=args)
+    return ServerConfig.from_namespace(args, roots=roots, tool_options=tool_options(args))
 
 
 def _recover_interrupted_writes() -> None:
@@ -210,8 +212,7 @@ def _fail(message: str) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import anyio
-
+    from coretools.errors import ConfigurationError
     from coretools.sandbox.paths import RootError
 
     try:
@@ -219,6 +220,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except RootError as exc:
         return _fail(str(exc))
     _recover_interrupted_writes()
+    try:
+        return _serve(args, config)
+    except ConfigurationError as exc:  # a tool found its options unusable while the server was being built
+        return _fail(str(exc))
+
+
+def _serve(args: argparse.Namespace, config) -> int:  # noqa: ANN001 - a ServerConfig
+    import anyio
+
     if args.transport == "http":
         try:
             from coretools.server.http import serve_http
@@ -244,14 +254,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
+    from coretools.errors import ConfigurationError
     from coretools.server.toolset import ToolSet
     from coretools.sandbox.paths import RootError
 
     try:
-        config = _config(args)
-    except RootError as exc:
+        toolset = ToolSet(_config(args))
+    except (RootError, ConfigurationError) as exc:
         return _fail(str(exc))
-    toolset = ToolSet(config)
     out: dict[str, Any] = {
         "tools": [d.model_dump(by_alias=True, exclude_none=True, mode="json") for d in toolset.definitions()],
     }
@@ -264,7 +274,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 def cmd_call(args: argparse.Namespace) -> int:
     import anyio
 
-    from coretools.errors import ToolError
+    from coretools.errors import ConfigurationError, ToolError
     from coretools.server.app import Workspaces
     from coretools.server.toolset import ToolSet
     from coretools.sandbox.paths import RootError
@@ -281,7 +291,10 @@ def cmd_call(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         return _fail(f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); pass a JSON object, "
                      """e.g. '{"path": "."}'""")
-    toolset = ToolSet(config)
+    try:
+        toolset = ToolSet(config)
+    except ConfigurationError as exc:
+        return _fail(str(exc))
     if toolset.get(args.tool) is None:
         return _fail(toolset.unknown_tool_message(args.tool))
 
@@ -295,13 +308,13 @@ def cmd_call(args: argparse.Namespace) -> int:
                 from coretools.tools.base import ToolResult
 
                 return ToolResult.error(exc.message, exc.kind)
-            return await toolset.call(args.tool, arguments, ToolContext(workspace=workspace, config=config))
+            return await toolset.call(args.tool, arguments, ToolContext(workspace=workspace))
         finally:
             await toolset.aclose()
 
     result = anyio.run(run)
     if args.json:
-        sent = result.to_mcp(structured=config.opt("structured_content", False))  # as the server would send it
+        sent = result.to_mcp(structured=config.structured_content)  # as the server would send it
         payload = sent.model_dump(by_alias=True, exclude_none=True, mode="json")
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:

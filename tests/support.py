@@ -30,15 +30,19 @@ def server_options(roots: list[Path], *extra: str) -> argparse.Namespace:
 
 
 def make_config(roots: list[Path], *extra: str):
+    """The `ServerConfig` of `coretools-mcp serve --root ... *extra`, tool options included."""
     from coretools.sandbox.gateway import Workspace
-    from coretools.tools.base import ServerConfig
+    from coretools.server.config import ServerConfig
+    from coretools.server.toolset import tool_options
 
     ns = server_options(roots, *extra)
-    return ServerConfig(
-        roots=[Workspace.check_root(r, allow_broad=True) for r in ns.roots],
-        allow_protected=ns.allow_protected,
-        options=ns,
-    )
+    checked = [Workspace.check_root(r, allow_broad=True) for r in ns.roots]
+    return ServerConfig.from_namespace(ns, roots=checked, tool_options=tool_options(ns))
+
+
+def make_tool(cls, roots: list[Path], *extra: str):  # noqa: ANN001 - a Tool subclass
+    """One tool built with the options of `coretools-mcp serve --root ... *extra`, as the registry builds it."""
+    return cls(make_config(roots, *extra).tool_options[cls.Options])
 
 
 async def call_tool(roots: Path | list[Path], name: str, args: dict, *extra: str):
@@ -54,7 +58,7 @@ async def call_tool(roots: Path | list[Path], name: str, args: dict, *extra: str
     try:
         ws = Workspace(config.roots, allow_protected=config.allow_protected)
         try:
-            return await toolset.call(name, args, ToolContext(workspace=ws, config=config))
+            return await toolset.call(name, args, ToolContext(workspace=ws))
         finally:
             ws.close()
     finally:

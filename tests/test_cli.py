@@ -159,6 +159,23 @@ def test_tools_reports_unavailable_tools_with_a_reason(project: Path, capsys: py
     assert data["unavailable"] == toolset.unavailable
 
 
+# -- configuration errors ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command", [["tools"], ["call", "read_file", "{}"], ["serve"], ["serve", "--transport", "http", "--port", "0"]]
+)
+def test_unusable_tool_options_exit_2_with_a_clear_message(
+    command: list[str], project: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A tool that finds its options unusable raises ConfigurationError while the tools are built; the CLI
+    reports it and exits 2 before serving anything."""
+    assert main([*command, "--root", str(project), "--discovery-command", "true"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == "coretools-mcp: error: --discovery-command and --call-command go together; pass both\n"
+    assert captured.out == ""
+
+
 # -- roots ---------------------------------------------------------------------------------------------
 
 

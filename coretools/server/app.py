@@ -1,8 +1,9 @@
 """The MCP layer: lists the registry, validates, runs, and turns every failure into a result.
 
-It knows no tool by name. Per connection it decides the workspace (operator roots, narrowed by the
-client's roots on 2025-era connections that offer them), builds the tool context (progress, user
-confirmation through elicitation when the client supports it) and hands the call to `ToolSet`.
+It knows no tool by name: even its instructions are built from the published tools' hints. Per
+connection it decides the workspace (operator roots, narrowed by the client's roots on 2025-era
+connections that offer them), builds the tool context (progress, user confirmation through elicitation
+when the client supports it) and hands the call to `ToolSet`.
 """
 
 from __future__ import annotations
@@ -21,27 +22,30 @@ from mcp import MCPError, types
 from mcp.server import Server, ServerRequestContext
 
 from coretools import __version__
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
+from coretools.server.config import ServerConfig
 from coretools.server.limits import CallLimiter
 from coretools.server.toolset import ToolSet
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import RootError, protected_reason
-from coretools.tools.base import Elicitation, ServerConfig, ToolContext, ToolResult
+from coretools.tools.base import Elicitation, ToolContext, ToolResult
 
 logger = logging.getLogger("coretools")
 
-INSTRUCTIONS = """\
+PREAMBLE = """\
 coretools gives you Gemini CLI's core tools over a sandboxed workspace (the roots listed by any tool's
-"Path not in workspace" error). Paths may be absolute or relative to the primary root.
-- Explore with list_directory and glob; search contents with search_file_content (regex, ripgrep);
-  read with read_file (use offset/limit to page through large files) or read_many_files for several.
-- Edit with replace (exact literal match; include enough context to be unique, set expected_replacements
-  for several) or write_file for whole files. Always write complete content, never placeholders.
-- run_shell_command runs bash in the workspace; web_fetch reads URLs named in its prompt;
-  google_web_search searches the web; save_memory stores a fact for later sessions.
-- Files hidden by .gitignore/.geminiignore and default excludes (node_modules, .git, dist, build...) are
-  skipped by walks; .git internals and .env files are refused by default.
+"Path not in workspace" error). Paths may be absolute or relative to the primary root. The tools:"""
+CLOSING = """\
+Files hidden by .gitignore/.geminiignore and default excludes (node_modules, .git, dist, build...) are
+skipped by walks; .git internals and .env files are refused by default.
 Errors explain what went wrong and how to fix the call; read them and retry accordingly."""
+
+
+def instructions(toolset: ToolSet) -> str:
+    """The server's instructions: the workspace, one line per published tool (its `hint`), then how ignore
+    files and errors work. Built from the registry, so a tool is named here exactly when it is published."""
+    lines = [f"- {tool.name}: {tool.hint}" for tool in toolset.tools() if tool.hint]
+    return "\n".join([PREAMBLE, *lines, CLOSING])
 
 
 class Workspaces:
@@ -96,7 +100,7 @@ class Workspaces:
                         self.base.root_list(),
                     )
             return self.base
-        allow_broad = bool(self.config.opt("allow_broad_root", False))
+        allow_broad = self.config.allow_broad_root
         if client_roots:
             usable = []
             for root in client_roots:
@@ -116,7 +120,7 @@ class Workspaces:
                 f"No workspace: the server was started without --root and none of the client's roots "
                 f"({', '.join(client_roots)}) can serve as one (the server log says why). Offer a project "
                 "directory as a root, or restart coretools with --root /path/to/project.",
-                "path_not_in_workspace",
+                ErrorKind.PATH_NOT_IN_WORKSPACE,
             )
         if self._fallback is None:
             try:
@@ -125,7 +129,7 @@ class Workspaces:
                 raise ToolError(
                     f"No workspace: the server was started without --root, the client offered no roots, and the "
                     f"current directory cannot serve as one ({exc}). Restart coretools with --root /path/to/project.",
-                    "path_not_in_workspace",
+                    ErrorKind.PATH_NOT_IN_WORKSPACE,
                 ) from None
             self._fallback = Workspace([cwd], allow_protected=self.config.allow_protected)
         return self._fallback
@@ -202,11 +206,11 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
             except Exception:  # noqa: BLE001 - progress is best effort; the call goes on
                 logger.debug("progress notification failed", exc_info=True)
 
-        tool_ctx = ToolContext(workspace=workspace, config=config, report_progress=progress, elicit=_elicitor(ctx))
+        tool_ctx = ToolContext(workspace=workspace, report_progress=progress, elicit=_elicitor(ctx))
         return await toolset.call(params.name, params.arguments, tool_ctx)
 
     guarded = CallLimiter.from_config(config).guard(run_tool, key=_connection_key)
-    structured = bool(config.opt("structured_content", False))
+    structured = config.structured_content
 
     async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         result: ToolResult = await guarded(ctx, params)
@@ -220,7 +224,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         version=__version__,
         title="coretools",
         description="Gemini CLI's core tools (files, search, shell, web, memory) in a sandboxed workspace",
-        instructions=INSTRUCTIONS,
+        instructions=instructions(toolset),
         website_url="https://pypi.org/project/coretools-mcp/",
         lifespan=lifespan,
         get_tool_input_schema=lambda name: (t.input_schema if (t := toolset.get(name)) else None),

@@ -17,8 +17,9 @@ Around it this module adds what a shared daemon needs:
   logging with one summary line per interval;
 - uvicorn with logs on stderr and a bounded graceful shutdown on SIGINT/SIGTERM.
 
-`serve_http(config)` returns the process exit code: 0 after a clean shutdown, 2 for a configuration that
-is refused (with a message on stderr saying how to fix it).
+`serve_http(config)` returns the process exit code: 0 after a clean shutdown, 2 for an HTTP configuration
+that is refused (with a message on stderr saying how to fix it); a tool's `ConfigurationError` is left to
+the CLI, which reports it the same way.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE as MAX_BODY_BYTES
 
-from coretools.tools.base import ServerConfig
+from coretools.server.config import ServerConfig
 
 logger = logging.getLogger("coretools.http")
 
@@ -93,15 +94,16 @@ def is_loopback(host: str) -> bool:
 def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -> HttpSettings:
     """Read and check the HTTP options; raise `ConfigurationRefused` for anything unsafe or unusable."""
     env = os.environ if environ is None else environ
-    host = str(config.opt("host", "127.0.0.1") or "127.0.0.1")
-    port = int(config.opt("port", 8765))
+    options = config.http
+    host = options.host or "127.0.0.1"
+    port = options.port
     if not 0 <= port <= 65535:
         raise ConfigurationRefused(f"--port {port} is not a TCP port; use 1-65535 (or 0 for any free port)")
-    path = str(config.opt("path", "/mcp") or "/mcp")
+    path = options.path or "/mcp"
     if not path.startswith("/"):
         path = "/" + path
     token: str | None = None
-    token_env = config.opt("auth_token_env")
+    token_env = options.auth_token_env
     if token_env:
         token = env.get(token_env, "")
         if not token.strip():
@@ -110,31 +112,31 @@ def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -
                 f"set it to a long random secret (e.g. `export {token_env}=$(openssl rand -hex 32)`)"
             )
         token = token.strip()
-    if not is_loopback(host) and token is None and not config.opt("insecure_no_auth", False):
+    if not is_loopback(host) and token is None and not options.insecure_no_auth:
         raise ConfigurationRefused(
             f"refusing to serve on {host}, which is not a loopback address, without authentication: anyone "
             "who can reach it could read and change the workspace. Pass --auth-token-env NAME (clients then "
             "send 'Authorization: Bearer <token>'), bind to 127.0.0.1, or, only on a network you fully trust, "
             "add --insecure-no-auth"
         )
-    allowed_origins = [o.rstrip("/") for o in config.opt("allowed_origin", None) or []]
+    allowed_origins = [o.rstrip("/") for o in options.allowed_origin]
     if "null" in (o.lower() for o in allowed_origins):
         raise ConfigurationRefused(
             "--allowed-origin null would let any web page in: sandboxed iframes, file:// and data: pages all "
             "send 'Origin: null'. Allow the real origin of the page instead"
         )
-    max_sessions = _whole_number(config, "max_sessions", DEFAULT_MAX_SESSIONS, least=0)
-    idle = _seconds(config, "session_idle_timeout", DEFAULT_SESSION_IDLE_TIMEOUT, zero_allowed=True)
+    max_sessions = _whole_number("max_sessions", options.max_sessions, least=0)
+    idle = _seconds("session_idle_timeout", options.session_idle_timeout, zero_allowed=True)
     return HttpSettings(
         host=host,
         port=port,
         path=path,
-        stateless=bool(config.opt("stateless", False)),
+        stateless=options.stateless,
         token=token,
-        allowed_hosts=list(config.opt("allowed_host", None) or []),
+        allowed_hosts=list(options.allowed_host),
         allowed_origins=allowed_origins,
-        max_connections=_whole_number(config, "max_connections", DEFAULT_MAX_CONNECTIONS, least=1),
-        read_timeout=_seconds(config, "read_timeout", DEFAULT_READ_TIMEOUT, zero_allowed=False),
+        max_connections=_whole_number("max_connections", options.max_connections, least=1),
+        read_timeout=_seconds("read_timeout", options.read_timeout, zero_allowed=False),
         max_sessions=max_sessions or None,  # 0: no limit
         session_idle_timeout=idle or None,  # 0: sessions never expire
     )
@@ -144,17 +146,15 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _whole_number(config: ServerConfig, name: str, default: int, least: int) -> int:
-    value = config.opt(name, default)
-    value = default if value is None else int(value)
+def _whole_number(name: str, value: int, least: int) -> int:
+    value = int(value)
     if value < least:
         raise ConfigurationRefused(f"{_flag(name)} {value}: use a whole number of at least {least}")
     return value
 
 
-def _seconds(config: ServerConfig, name: str, default: float, zero_allowed: bool) -> float:
-    value = config.opt(name, default)
-    value = default if value is None else float(value)
+def _seconds(name: str, value: float, zero_allowed: bool) -> float:
+    value = float(value)
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
         rule = "0 or more" if zero_allowed else "more than 0"
         raise ConfigurationRefused(f"{_flag(name)} {value:g}: use a number of seconds, {rule}")
@@ -531,15 +531,15 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
 
     from coretools.server import http_guard
 
-    level = str(config.opt("log_level", "warning") or "warning")
+    level = config.log_level or "warning"
     soft, _ = http_guard.raise_nofile_limit()
     cap = http_guard.connection_cap(settings.max_connections, soft)
     if cap < settings.max_connections:
         logger.info("at most %d connections: half the descriptor limit of %d", cap, soft)
+    stats = http_guard.ConnectionStats()
+    app = build_app(config, settings, stats)  # builds the tools: may raise ConfigurationError
     log_filter = http_guard.RateLimitFilter() if level != "debug" else None
     remove_filter = http_guard.install_log_filter(log_filter) if log_filter is not None else (lambda: None)
-    stats = http_guard.ConnectionStats()
-    app = build_app(config, settings, stats)
     uv_config = uvicorn.Config(
         app,
         http="h11",

@@ -16,12 +16,12 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from coretools.tools.base import ServerConfig, ToolResult
+from coretools.errors import ErrorKind
+from coretools.server.config import ServerConfig
+from coretools.tools.base import ToolResult
 
 Ctx = TypeVar("Ctx")
 Params = TypeVar("Params")
-
-BUSY_KIND = "server_busy"
 
 
 @dataclass
@@ -35,7 +35,7 @@ class CallLimiter:
 
     @classmethod
     def from_config(cls, config: ServerConfig) -> CallLimiter:
-        return cls(_positive(config.opt("max_calls")), _positive(config.opt("max_session_calls")))
+        return cls(_positive(config.max_calls), _positive(config.max_session_calls))
 
     def session_running(self, key: Hashable | None) -> int:
         return self._per_session.get(key, 0) if key is not None else 0
@@ -85,7 +85,7 @@ class CallLimiter:
             session = key(ctx)
             refusal = self.try_acquire(session)
             if refusal is not None:
-                return ToolResult.error(refusal, BUSY_KIND)
+                return ToolResult.error(refusal, ErrorKind.SERVER_BUSY)
             try:
                 return await handler(ctx, params)
             finally:

@@ -15,15 +15,14 @@ from typing import Any
 import anyio
 from mcp import types
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
+from coretools.server.config import ServerConfig
 from coretools.server.validation import ArgumentValidator
 from coretools.tools import tool_modules
-from coretools.tools.base import ServerConfig, Tool, ToolContext, ToolResult
+from coretools.tools.base import Tool, ToolContext, ToolResult, options_from
 
 logger = logging.getLogger("coretools")
 MAX_ERROR_CHARS = 20_000
-DEFAULT_CALL_TIMEOUT = 600.0
-CALL_TIMEOUT_KIND = "call_timeout"
 # How to make a call of each tool do less, for the message of a call stopped by --call-timeout.
 NARROWING = {
     "run_shell_command": "run a shorter command, or start a long one in the background with its output "
@@ -64,6 +63,22 @@ def add_tool_arguments(parser: argparse.ArgumentParser) -> None:
         cls.add_arguments(parser)
 
 
+def option_classes() -> list[type]:
+    """The options classes of the registered tools (`Tool.Options`, and `OPTIONS` of a module that provides
+    tools), each once: tools may share one (write_file and replace do)."""
+    found: list[type] = []
+    for module in tool_modules():
+        for cls in (getattr(getattr(module, "TOOL", None), "Options", None), getattr(module, "OPTIONS", None)):
+            if cls is not None and cls not in found:
+                found.append(cls)
+    return found
+
+
+def tool_options(namespace: argparse.Namespace) -> dict[type, Any]:
+    """Every tool's options, built once from the parsed command line (for `ServerConfig.tool_options`)."""
+    return {cls: options_from(cls, namespace) for cls in option_classes()}
+
+
 @dataclass
 class Published:
     tool: Tool
@@ -72,6 +87,9 @@ class Published:
 
 
 class ToolSet:
+    """The published tools of one configuration. Building it builds every tool, each with its own options;
+    a tool whose options cannot work raises `ConfigurationError` from here."""
+
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.unavailable: dict[str, str] = {}
@@ -79,9 +97,11 @@ class ToolSet:
         candidates: list[Tool] = []
         for module in tool_modules():
             if hasattr(module, "TOOL"):
-                candidates.append(module.TOOL(config))
+                candidates.append(module.TOOL(self.options(module.TOOL.Options)))
             if hasattr(module, "provide"):
-                candidates.extend(module.provide(config, reserved={c.name for c in candidates}))
+                reserved = {c.name for c in candidates}
+                options = self.options(module.OPTIONS)
+                candidates.extend(module.provide(options, roots=list(config.roots), reserved=reserved))
         for tool in candidates:
             reason = tool.unavailable_reason()
             if reason:
@@ -92,9 +112,18 @@ class ToolSet:
                 continue
             self._tools[tool.name] = Published(tool, tool.definition(), ArgumentValidator(tool.input_schema))
 
+    def options(self, cls: type) -> Any:
+        """The options object of class `cls` this configuration holds, or its defaults."""
+        found = self.config.tool_options.get(cls)
+        return cls() if found is None else found
+
     @property
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def tools(self) -> list[Tool]:
+        """The published tools, in publishing order."""
+        return [p.tool for p in self._tools.values()]
 
     def definitions(self) -> list[types.Tool]:
         return [p.definition for p in self._tools.values()]
@@ -129,7 +158,7 @@ class ToolSet:
 
     def call_timeout(self) -> float | None:
         """The wall-clock limit of one call in seconds (`--call-timeout`), or None for no limit."""
-        value = self.config.opt("call_timeout", DEFAULT_CALL_TIMEOUT)
+        value = self.config.call_timeout
         return float(value) if value is not None and value > 0 else None
 
     async def call(self, name: str, arguments: Any, ctx: ToolContext) -> ToolResult:
@@ -143,14 +172,14 @@ class ToolSet:
         args, problems = published.validator.validate(arguments)
         if problems:
             lines = "\n".join(f"- {p}" for p in problems)
-            return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", "invalid_tool_params")
+            return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", ErrorKind.INVALID_TOOL_PARAMS)
         limit = self.call_timeout()
         result: ToolResult | None = None
         with anyio.move_on_after(limit) as scope:
             result = await self._run(published, name, args, ctx)
         if result is None or scope.cancelled_caught:
             logger.warning("call to %s stopped after %g s (--call-timeout)", name, limit)
-            return ToolResult.error(_timeout_message(name, limit or 0.0), CALL_TIMEOUT_KIND)
+            return ToolResult.error(_timeout_message(name, limit or 0.0), ErrorKind.CALL_TIMEOUT)
         return result
 
     async def _run(self, published: Published, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -163,5 +192,5 @@ class ToolSet:
             return ToolResult.error(
                 f"Internal error in {name} ({type(exc).__name__}). This is a bug in coretools; the details are in "
                 "the server log. The server is still running.",
-                "unhandled_exception",
+                ErrorKind.UNHANDLED_EXCEPTION,
             )

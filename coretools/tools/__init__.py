@@ -1,8 +1,9 @@
 """The tools. One module per tool; each module exposes `TOOL`, the class implementing it.
 
-A module may instead (or also) expose `provide(config) -> list[Tool]` for tools that exist only under
-some configuration (tools discovered from a project command, say). The server lists tools in the order
-below; a module that is not present is simply not published.
+A module may instead (or also) expose `provide(options, *, roots, reserved) -> list[Tool]` for tools that
+exist only under some configuration (tools discovered from a project command, say), with the class of its
+`options` as `OPTIONS`. The server lists tools in the order below; a module that is not present is simply
+not published.
 """
 
 from __future__ import annotations

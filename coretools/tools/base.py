@@ -2,8 +2,14 @@
 
 A tool is one class in one module of `coretools.tools`: its name, title, description, annotations, the
 JSON Schema of its parameters (published as `inputSchema` *and* used for validation, so the two cannot
-drift), optional server options of its own, and an async `run`. The server layer validates arguments
-before `run` is called, so `run` receives a dict that matches the schema with defaults filled in.
+drift), a one-line `hint` for the server's instructions, optional server options of its own, and an async
+`run`. The server layer validates arguments before `run` is called, so `run` receives a dict that matches
+the schema with defaults filled in.
+
+Options: a tool registers its command-line flags in `add_arguments` and declares them as `Options`, a frozen
+dataclass whose fields are those flags' destinations with the same defaults. The registry builds each
+`Options` once from the parsed command line (`options_from`) and passes it to the constructor, which finds
+it in `self.options`. A constructor that finds the options unusable raises `ConfigurationError`.
 
 `run` returns a `ToolResult` or raises `ToolError` (an `isError` result the model reads). Any other
 exception is a bug; the server turns it into an `isError` result without a traceback and keeps serving.
@@ -15,30 +21,31 @@ import argparse
 import base64
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
 
 from mcp import types
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 
-__all__ = ["ServerConfig", "Tool", "ToolContext", "ToolError", "ToolResult", "Elicitation"]
+__all__ = ["Elicitation", "NoOptions", "Tool", "ToolContext", "ToolError", "ToolResult", "options_from"]
 
 ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+OptionsT = TypeVar("OptionsT")
 
 
-@dataclass
-class ServerConfig:
-    """What the operator configured. `options` holds every parsed command-line option, including the
-    ones tools register themselves through `Tool.add_arguments`."""
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a tool that has none."""
 
-    roots: list[str] = field(default_factory=list)
-    allow_protected: bool = False
-    options: argparse.Namespace = field(default_factory=argparse.Namespace)
 
-    def opt(self, name: str, default: Any = None) -> Any:
-        return getattr(self.options, name, default)
+def options_from(cls: type[OptionsT], namespace: argparse.Namespace) -> OptionsT:
+    """An options dataclass from a parsed command line: each field takes the value of the option with its
+    name, a field the namespace lacks keeps its default, and lists (repeatable options) become tuples so the
+    options stay immutable."""
+    values = {f.name: getattr(namespace, f.name) for f in fields(cls) if hasattr(namespace, f.name)}
+    return cls(**{name: tuple(v) if isinstance(v, list) else v for name, v in values.items()})
 
 
 @dataclass
@@ -61,7 +68,6 @@ class ToolContext:
     """Everything a running tool may use besides its arguments."""
 
     workspace: Workspace
-    config: ServerConfig
     report_progress: ProgressFn = _no_progress
     elicit: ElicitFn | None = None  # None when the client cannot be asked
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("coretools"))
@@ -88,8 +94,9 @@ class ToolResult:
         return cls([types.TextContent(type="text", text=text)], structured)
 
     @classmethod
-    def error(cls, message: str, kind: str = "execution_failed") -> ToolResult:
-        return cls([types.TextContent(type="text", text=message)], {"error": {"kind": kind, "message": message}}, True)
+    def error(cls, message: str, kind: ErrorKind = ErrorKind.EXECUTION_FAILED) -> ToolResult:
+        structured = {"error": {"kind": ErrorKind(kind).value, "message": message}}
+        return cls([types.TextContent(type="text", text=message)], structured, True)
 
     def to_mcp(self, *, structured: bool = False) -> types.CallToolResult:
         """The MCP result. The structured part is left out unless asked for: several hosts (Claude Code,
@@ -130,18 +137,21 @@ class Tool:
     title: ClassVar[str]
     description: ClassVar[str]
     input_schema: ClassVar[dict[str, Any]]
+    # When to use the tool, in one sentence: its line in the server's instructions (none if empty).
+    hint: ClassVar[str] = ""
+    Options: ClassVar[type] = NoOptions
     # Annotations (hints for hosts); set honestly per tool.
     read_only: ClassVar[bool] = True
     destructive: ClassVar[bool] = False
     idempotent: ClassVar[bool] = True
     open_world: ClassVar[bool] = False
 
-    def __init__(self, config: ServerConfig) -> None:
-        self.config = config
+    def __init__(self, options: Any = None) -> None:
+        self.options = self.Options() if options is None else options
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        """Register server options this tool owns (e.g. `--search-max-matches`)."""
+        """Register server options this tool owns (e.g. `--search-max-matches`); `Options` declares them."""
 
     def unavailable_reason(self) -> str | None:
         """Why this tool is not published with the current configuration, or None."""

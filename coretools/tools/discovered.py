@@ -19,11 +19,14 @@ import logging
 import os
 import re
 import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from coretools.errors import ToolError
-from coretools.tools.base import ServerConfig, Tool, ToolContext, ToolResult
-from coretools.sandbox.runner import ProcessSettings, Runner, run_blocking, signal_name, startup_error, stop_message
+from coretools.errors import ConfigurationError, ErrorKind, ToolError
+from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.sandbox.runner import Runner, run_blocking, signal_name, stop_message
+from coretools.tools.process_options import ProcessOptions
 
 logger = logging.getLogger("coretools")
 
@@ -96,13 +99,25 @@ def _declarations(data: Any) -> list[Any]:
     return found
 
 
+@dataclass(frozen=True)
+class DiscoveryOptions(ProcessOptions):
+    """`--discovery-command`, `--call-command` (registered by run_shell_command, next to the process options
+    these tools share with it)."""
+
+    discovery_command: str | None = None
+    call_command: str | None = None
+
+
+OPTIONS = DiscoveryOptions
+
+
 class Unpublished(Tool):
     """A declaration that is not published; it exists only to carry the reason to `coretools-mcp tools`."""
 
     input_schema = {"type": "object", "properties": {}}
 
-    def __init__(self, config: ServerConfig, name: str, reason: str) -> None:
-        super().__init__(config)
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__()
         self.name = name
         self.reason = reason
 
@@ -111,16 +126,19 @@ class Unpublished(Tool):
 
 
 class DiscoveredTool(Tool):
+    Options = DiscoveryOptions
+    options: DiscoveryOptions
+    hint = "a tool this project defines; its description says what it does."
     read_only = False
     destructive = True
     idempotent = False
     open_world = True
 
-    def __init__(self, config: ServerConfig, decl: dict[str, Any], schema: dict[str, Any], runner: Runner) -> None:
-        super().__init__(config)
+    def __init__(self, options: DiscoveryOptions, decl: dict[str, Any], schema: dict[str, Any], runner: Runner) -> None:
+        super().__init__(options)
         self.name = decl["name"]
         self.title = decl["name"]
-        call = config.opt("call_command")
+        call = options.call_command or ""
         summary = str(decl.get("description") or "").strip()
         self.description = (
             f"{summary}\n\nThis tool is defined by the project. coretools runs `{call} {self.name}` in the project "
@@ -129,7 +147,7 @@ class DiscoveredTool(Tool):
         ).strip()
         self.input_schema = schema
         self.runner = runner
-        self.settings = ProcessSettings.from_config(config)
+        self.settings = options.settings()
         self.argv = [*shlex.split(call), self.name]
 
     async def aclose(self) -> None:
@@ -158,27 +176,31 @@ class DiscoveredTool(Tool):
                 f"Signal: {'(none)' if sig is None else f'{sig} ({signal_name(sig)})'}",
             ]
         )
-        raise ToolError(text, "discovered_tool_execution_error")
+        raise ToolError(text, ErrorKind.DISCOVERED_TOOL_EXECUTION_ERROR)
 
 
-def provide(config: ServerConfig, reserved: set[str] | frozenset[str] = frozenset()) -> list[Tool]:
-    discovery = config.opt("discovery_command")
-    call = config.opt("call_command")
+def provide(
+    options: DiscoveryOptions, *, roots: Sequence[str] = (), reserved: set[str] | frozenset[str] = frozenset()
+) -> list[Tool]:
+    """The tools the discovery command declares (run now, in the primary root), and the declarations not
+    published with why; raises `ConfigurationError` for options that cannot work."""
+    discovery = options.discovery_command
+    call = options.call_command
     if not discovery and not call:
         return []
     if not discovery or not call:
-        raise startup_error("--discovery-command and --call-command go together; pass both")
+        raise ConfigurationError("--discovery-command and --call-command go together; pass both")
     try:
         argv = shlex.split(discovery)
         shlex.split(call)
     except ValueError as exc:
-        raise startup_error(f"--discovery-command/--call-command: cannot split into words ({exc})") from None
-    settings = ProcessSettings.from_config(config)
+        raise ConfigurationError(f"--discovery-command/--call-command: cannot split into words ({exc})") from None
+    settings = options.settings()
     problem = settings.problem()
     if problem:
-        raise startup_error(problem)
+        raise ConfigurationError(problem)
     runner = Runner("coretools-discovered")
-    cwd = os.path.realpath(config.roots[0]) if config.roots else os.getcwd()
+    cwd = os.path.realpath(roots[0]) if roots else os.getcwd()
     spec = settings.spec(runner, argv, cwd=cwd, roots=[cwd], keep_background=False)
     spec.wall_timeout = min(spec.wall_timeout or DISCOVERY_TIMEOUT, DISCOVERY_TIMEOUT)
     outcome = run_blocking(runner, spec)
@@ -189,13 +211,13 @@ def provide(config: ServerConfig, reserved: set[str] | frozenset[str] = frozense
             f"{failure or f'exit code {outcome.exit_code}'}; stderr: {outcome.stderr.text().strip()[:500] or '(empty)'}"
         )
         logger.warning("%s", reason)
-        return [Unpublished(config, "discovered:*", reason)]
+        return [Unpublished("discovered:*", reason)]
     try:
         declarations = _declarations(json.loads(outcome.stdout.text()))
     except json.JSONDecodeError as exc:
         reason = f"the discovery command `{discovery}` did not print JSON ({exc.msg} at position {exc.pos})"
         logger.warning("%s", reason)
-        return [Unpublished(config, "discovered:*", reason)]
+        return [Unpublished("discovered:*", reason)]
     taken = set(reserved) | CORE_NAMES
     from coretools.tools import TOOL_MODULES
 
@@ -223,8 +245,8 @@ def provide(config: ServerConfig, reserved: set[str] | frozenset[str] = frozense
                 reason = "its parameter schema is not Gemini-safe: " + "; ".join(problems)
         if reason:
             logger.warning("discovered tool %s is not published: %s", label, reason)
-            tools.append(Unpublished(config, f"discovered:{label}", reason))
+            tools.append(Unpublished(f"discovered:{label}", reason))
             continue
         seen.add(name)
-        tools.append(DiscoveredTool(config, decl, schema, runner))
+        tools.append(DiscoveredTool(options, decl, schema, runner))
     return tools

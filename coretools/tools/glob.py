@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, check_rg_argument
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
@@ -37,6 +37,7 @@ MAX_RESULTS = 5000
 class Glob(Tool):
     name = "glob"
     title = "Find files"
+    hint = "find files by name pattern, such as '**/*.py'."
     description = (
         "Efficiently finds files matching a glob pattern (e.g. 'src/**/*.ts', '**/*.{md,txt}', 'docs/*.md'), "
         "returning absolute paths sorted with files modified in the last 24 hours first (newest first), then "
@@ -78,7 +79,7 @@ class Glob(Tool):
         ws = ctx.workspace
         pattern = args["pattern"].strip()
         if not pattern:
-            raise ToolError("The 'pattern' parameter cannot be empty.", "invalid_tool_params")
+            raise ToolError("The 'pattern' parameter cannot be empty.", ErrorKind.INVALID_TOOL_PARAMS)
         check_rg_argument("pattern", pattern, MAX_GLOB_CHARS)
         scopes = search_scopes(ws, args.get("path"))
         options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=True)

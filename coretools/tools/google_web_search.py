@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -70,9 +71,18 @@ def response_text(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return text, first.get("groundingMetadata") or {}
 
 
+@dataclass(frozen=True)
+class WebSearchOptions:
+    web_search_model: str = DEFAULT_MODEL
+    web_search_timeout: float = DEFAULT_TIMEOUT
+
+
 class GoogleWebSearch(Tool):
     name = "google_web_search"
     title = "Google web search"
+    hint = "search the web for information that is not in the workspace."
+    Options = WebSearchOptions
+    options: WebSearchOptions
     description = (
         "Performs a web search using Google Search (via the Gemini API) and returns the results: a summary "
         "answer with citation markers like [1] and a numbered list of sources. Useful for finding "
@@ -116,14 +126,15 @@ class GoogleWebSearch(Tool):
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         query = args["query"]
         if not query.strip():
-            raise ToolError("The 'query' parameter cannot be empty.", "invalid_tool_params")
+            raise ToolError("The 'query' parameter cannot be empty.", ErrorKind.INVALID_TOOL_PARAMS)
         key = api_key()
         if key is None:
-            raise ToolError(self.unavailable_reason() or "no API key", "web_search_failed")
+            raise ToolError(self.unavailable_reason() or "no API key", ErrorKind.WEB_SEARCH_FAILED)
         try:
             payload = await self._ask(query, key)
         except _SearchFailure as exc:
-            raise ToolError(f'Error during web search for query "{query}": {exc}', "web_search_failed") from None
+            message = f'Error during web search for query "{query}": {exc}'
+            raise ToolError(message, ErrorKind.WEB_SEARCH_FAILED) from None
         text, metadata = response_text(payload)
         if not text.strip():
             blocked = (payload.get("promptFeedback") or {}).get("blockReason")
@@ -139,10 +150,10 @@ class GoogleWebSearch(Tool):
         import httpx2
 
         base = os.environ.get("GOOGLE_GEMINI_BASE_URL", "").strip() or DEFAULT_BASE_URL
-        model = self.config.opt("web_search_model", DEFAULT_MODEL)
+        model = self.options.web_search_model
         url = f"{base.rstrip('/')}/{API_VERSION}/models/{model}:generateContent"
         body = {"contents": [{"role": "user", "parts": [{"text": query}]}], "tools": [{"googleSearch": {}}]}
-        timeout = float(self.config.opt("web_search_timeout", DEFAULT_TIMEOUT))
+        timeout = self.options.web_search_timeout
         try:
             async with httpx2.AsyncClient(timeout=timeout) as client:
                 response = await client.post(url, json=body, headers={"x-goog-api-key": key})

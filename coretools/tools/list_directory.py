@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 
-from coretools.errors import ProtectedPath, ToolError
+from coretools.errors import ErrorKind, ProtectedPath, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import DirEntry, Location
@@ -19,6 +19,7 @@ MAX_ENTRIES_SHOWN = 5000
 class ListDirectory(Tool):
     name = "list_directory"
     title = "List directory"
+    hint = "explore: see what one directory holds."
     description = (
         "Lists the files and subdirectories directly inside a directory: directories first (marked [DIR]), then "
         "files with their sizes. Entries hidden by .gitignore, .geminiignore and the default excludes "
@@ -71,7 +72,7 @@ class ListDirectory(Tool):
         try:
             node, entries = ws.list_dir(loc)
         except ToolError as exc:
-            if exc.kind == "path_is_not_a_directory":
+            if exc.kind == ErrorKind.PATH_IS_NOT_A_DIRECTORY:
                 raise ToolError(f"Error: Path is not a directory: {loc.shown}", exc.kind) from None
             raise
         if not entries:
@@ -138,7 +139,7 @@ class ListDirectory(Tool):
             except ProtectedPath:
                 return False, f"{entry.name} (symlink to a protected path)", None
             except ToolError as exc:
-                if exc.kind == "file_not_found":
+                if exc.kind == ErrorKind.FILE_NOT_FOUND:
                     return False, f"{entry.name} (broken symlink)", None
                 return False, f"{entry.name} (symlink pointing outside the workspace)", None
         return False, f"{entry.name} (special file)", None

@@ -7,7 +7,7 @@ from typing import Any, BinaryIO
 import anyio
 import anyio.from_thread
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.paths import Node
 from coretools.tools.base import (
@@ -32,6 +32,7 @@ GEMINI_ONLY = IgnoreOptions(git=False, gemini=True, defaults=False)
 class ReadFile(Tool):
     name = "read_file"
     title = "Read file"
+    hint = "read one file (text, image, audio or PDF); use offset/limit to page through a large one."
     description = (
         "Reads and returns the content of a specified file. If the file is large, the content will be truncated; "
         "the response then says so and how to read more with 'offset' and 'limit'. Handles text (lines longer "
@@ -68,7 +69,7 @@ class ReadFile(Tool):
             if ws.is_ignored(node.root, node.rel, False, GEMINI_ONLY):
                 raise ToolError(
                     f"File path '{node.path}' is ignored by the workspace's .geminiignore patterns.",
-                    "invalid_tool_params",
+                    ErrorKind.INVALID_TOOL_PARAMS,
                 )
             # Small files are read on the event loop: a worker-thread hop costs more than the read itself
             # (measured: ~60 us to read 2 KB, ~200 us for the hop). Anything larger goes to a thread.
@@ -124,7 +125,7 @@ class ReadFile(Tool):
             raise ToolError(
                 f"offset {offset} is beyond the end of the file: {node.path} has {window.total} lines "
                 f"(valid offsets are 0 to {window.total - 1}).",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         body = "\n".join(window.lines)
         if window.complete:
@@ -160,7 +161,7 @@ def _too_large(path: str, size: int) -> ToolError:
     return ToolError(
         f"File size exceeds the 20MB limit: {path} ({size / (1024 * 1024):.2f}MB). For text files, read a window "
         "with 'offset' and 'limit'; use search_file_content to find the lines you need.",
-        "file_too_large",
+        ErrorKind.FILE_TOO_LARGE,
     )
 
 

@@ -42,9 +42,17 @@ class Plan:
     ignored: int = 0
 
 
+@dataclass(frozen=True)
+class ReadManyOptions:
+    max_media_bytes: int = DEFAULT_MEDIA_BUDGET  # 0: no limit
+
+
 class ReadManyFiles(Tool):
     name = "read_many_files"
     title = "Read many files"
+    hint = "read several files at once, named by path, directory or glob pattern."
+    Options = ReadManyOptions
+    options: ReadManyOptions
     description = (
         "Reads the content of several files at once, named by path, directory or glob pattern (relative to the "
         "primary workspace root), and concatenates the text with a '--- <path> ---' line before each file. "
@@ -189,7 +197,7 @@ class ReadManyFiles(Tool):
         blocks: list = []
         read: list[str] = []
         budget = MAX_TOTAL_CHARS
-        media = MediaBudget(int(self.config.opt("max_media_bytes", DEFAULT_MEDIA_BUDGET)))
+        media = MediaBudget(self.options.max_media_bytes)
         paths = sorted(plan.files)
         lowered = [p.lower() for p in patterns]
         for number, shown in enumerate(paths, 1):

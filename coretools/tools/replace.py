@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio.from_thread
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location
 from coretools.tools import textedit as te
@@ -24,6 +24,10 @@ _SPLIT_EDIT = (
 class Replace(te.EditTool):
     name = "replace"
     title = "Edit file (replace text)"
+    hint = (
+        "change part of a file by exact literal match; include enough context to be unique, and set "
+        "expected_replacements to change several occurrences."
+    )
     description = (
         "Replaces text within a file. By default replaces a single occurrence; set `expected_replacements` to "
         "replace that many occurrences (the count must match exactly, or nothing is changed). Always read the file "
@@ -82,14 +86,14 @@ class Replace(te.EditTool):
             raise ToolError(
                 f"No changes to apply. The old_string and new_string are identical in file: {loc.shown}. Nothing "
                 "was changed; put the current text in old_string and the text you want instead in new_string.",
-                "edit_no_change",
+                ErrorKind.EDIT_NO_CHANGE,
             )
         found = te.placeholder_line(new_string)
         if found is not None and found not in old_string:
             raise ToolError(
                 f"`new_string` contains an omission placeholder ({found!r}) that is not in old_string: it looks like "
                 "code was left out. Nothing was changed. Provide the exact literal replacement text.",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         plan, outcome = await self.edit(ctx, loc, args)
         assert plan is not None and outcome is not None
@@ -113,7 +117,7 @@ class Replace(te.EditTool):
                     f"File not found: {path}. Cannot apply the edit because the file does not exist. To create a new "
                     "file, call replace with an empty old_string and the whole content as new_string, or use "
                     "write_file. To edit an existing file, check the path (list_directory or glob can find it).",
-                    "file_not_found",
+                    ErrorKind.FILE_NOT_FOUND,
                 )
             plan = te.Plan(loc, path, "", new_string, te.encode(new_string, te.UTF8, path), created=True,
                            must_not_exist=True)
@@ -127,7 +131,7 @@ class Replace(te.EditTool):
                 f"File already exists, cannot create: {path}. An empty old_string means 'create a new file'. To "
                 "change this file, pass the exact text to replace as old_string (read it first with read_file), or "
                 "use write_file to overwrite it entirely.",
-                "attempt_to_create_existing_file",
+                ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE,
             )
         try:
             text, codec = te.decode(data)
@@ -136,14 +140,14 @@ class Replace(te.EditTool):
                 f"Cannot edit {path}: {exc.why}. replace only edits text it can write back exactly as it was read, "
                 "so nothing was changed. To replace the whole file use write_file (it writes UTF-8); to edit it in "
                 "its own encoding, use run_shell_command with a tool that understands it.",
-                "edit_preparation_failure",
+                ErrorKind.EDIT_PREPARATION_FAILURE,
             ) from None
         del data
         breaks = te.newlines(text)
         matches, newline_at = _find(text, old_string, breaks)
         expected = args["expected_replacements"]
         if not matches:
-            raise ToolError(_no_match_message(path, text, old_string), "edit_no_occurrence_found")
+            raise ToolError(_no_match_message(path, text, old_string), ErrorKind.EDIT_NO_OCCURRENCE_FOUND)
         if len(matches) != expected:
             lines = _line_numbers(text, [s for s, _ in matches[:10]])
             where = ", ".join(map(str, lines)) + (", ..." if len(matches) > 10 else "")
@@ -152,7 +156,7 @@ class Replace(te.EditTool):
                 f"in file: {path}. Nothing was changed. The occurrences start on line(s) {where}. To replace all of "
                 f"them, set expected_replacements to {len(matches)}; to change only one, include more surrounding "
                 "lines in old_string so that it matches exactly once.",
-                "edit_expected_occurrence_mismatch",
+                ErrorKind.EDIT_EXPECTED_OCCURRENCE_MISMATCH,
             )
         new_lf = te.to_lf(new_string)
         size = _edited_size(st.st_size, codec, te.to_lf(old_string), new_lf, matches, newline_at)
@@ -165,7 +169,7 @@ class Replace(te.EditTool):
             raise ToolError(
                 f"No changes to apply. The new content is identical to the current content in file: {path}. "
                 "Nothing was changed.",
-                "edit_no_change",
+                ErrorKind.EDIT_NO_CHANGE,
             )
         plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st)
         plan.notes = te.style_notes(codec, breaks)
@@ -277,7 +281,7 @@ def _find_ending_in_cr(text: str, old_lf: str) -> list[tuple[int, int]]:
             "old_string ends with a carriage return (\\r) and this file mixes CRLF and LF line endings: such a "
             "search is too costly in a file this large. Nothing was changed. End old_string at the end of a line "
             "(without the \\r) or include the line break itself.",
-            "invalid_tool_params",
+            ErrorKind.INVALID_TOOL_PARAMS,
         )
     pattern = re.compile("\r?\n".join(re.escape(part) for part in old_lf.split("\n")))
     return [m.span() for m in pattern.finditer(text)]

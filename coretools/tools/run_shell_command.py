@@ -21,31 +21,41 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from dataclasses import dataclass
 from typing import Any
 
-from coretools.errors import ToolError
+from coretools.errors import ConfigurationError, ErrorKind, ToolError
 from coretools.sandbox.hardened_env import for_allowlist
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.sandbox.runner import (
     DEFAULT_INACTIVITY_TIMEOUT,
     DEFAULT_WALL_TIMEOUT,
     Outcome,
-    ProcessSettings,
     Runner,
     signal_name,
-    startup_error,
     stop_message,
 )
 from coretools.sandbox.exec_policy import runs_programs
 from coretools.sandbox.shell_policy import Refused, ShellPolicy
+from coretools.tools.process_options import ProcessOptions
 
 MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
 logger = logging.getLogger("coretools")
 
 
+@dataclass(frozen=True)
+class ShellOptions(ProcessOptions):
+    no_shell: bool = False
+    allow_command: tuple[str, ...] = ()
+    deny_command: tuple[str, ...] = ()
+
+
 class RunShellCommand(Tool):
     name = "run_shell_command"
     title = "Shell"
+    hint = "run a bash command in the workspace: build, test, git, or anything the other tools cannot do."
+    Options = ShellOptions
+    options: ShellOptions
     read_only = False
     destructive = True
     idempotent = False
@@ -152,23 +162,23 @@ class RunShellCommand(Tool):
             help="run a discovered tool as `CMD <tool name>` with its JSON arguments on stdin",
         )
 
-    def __init__(self, config) -> None:
-        super().__init__(config)
-        self.settings = ProcessSettings.from_config(config)
+    def __init__(self, options: ShellOptions | None = None) -> None:
+        super().__init__(options)
+        self.settings = self.options.settings()
         try:
-            self.policy = ShellPolicy.from_prefixes(config.opt("allow_command"), config.opt("deny_command"))
+            self.policy = ShellPolicy.from_prefixes(list(self.options.allow_command), list(self.options.deny_command))
         except ValueError as exc:
-            raise startup_error(f"--allow-command/--deny-command: {exc}") from None
+            raise ConfigurationError(f"--allow-command/--deny-command: {exc}") from None
         self.runner = Runner("coretools-shell")
-        if not config.opt("no_shell", False):
+        if not self.options.no_shell:
             problem = self.settings.problem()
             if problem:
-                raise startup_error(f"--shell-sandbox: {problem}" if "bwrap" in problem else problem)
-            self._warn_if_allowlist_is_not_a_boundary(config)
+                raise ConfigurationError(f"--shell-sandbox: {problem}" if "bwrap" in problem else problem)
+            self._warn_if_allowlist_is_not_a_boundary()
 
-    def _warn_if_allowlist_is_not_a_boundary(self, config) -> None:
+    def _warn_if_allowlist_is_not_a_boundary(self) -> None:
         """One start-up warning when allowed programs can start other programs and no OS sandbox bounds them."""
-        if not self.policy.allow or config.opt("shell_sandbox", None) is not None:
+        if not self.policy.allow or self.options.shell_sandbox is not None:
             return
         programs = runs_programs(prefix[0] for prefix in self.policy.allow)
         if programs:
@@ -181,7 +191,7 @@ class RunShellCommand(Tool):
             )
 
     def unavailable_reason(self) -> str | None:
-        if self.config.opt("no_shell", False):
+        if self.options.no_shell:
             return "the operator turned the shell off (--no-shell)"
         return None
 
@@ -191,14 +201,16 @@ class RunShellCommand(Tool):
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = args["command"]
         if not command.strip():
-            raise ToolError("Command cannot be empty. Pass the bash command to run in 'command'.", "invalid_tool_params")
+            raise ToolError(
+                "Command cannot be empty. Pass the bash command to run in 'command'.", ErrorKind.INVALID_TOOL_PARAMS
+            )
         try:
             self.policy.check(command)
         except Refused as exc:
             raise ToolError(
                 f"Command refused by the shell policy: {exc.message}. The operator limits which commands may run "
                 f"({self.policy.describe()}); use only those, as plain commands.",
-                "policy_violation",
+                ErrorKind.POLICY_VIOLATION,
             ) from None
         ws = ctx.workspace
         node = ws.open_node(ws.locate(args.get("directory") or "."))
@@ -207,7 +219,7 @@ class RunShellCommand(Tool):
                 raise ToolError(
                     f"Directory is not a directory: {node.path}. Pass an existing directory (or omit 'directory' to "
                     "use the project root).",
-                    "path_is_not_a_directory",
+                    ErrorKind.PATH_IS_NOT_A_DIRECTORY,
                 )
             root_path = ws.roots[node.root].path
             cwd = os.path.join(root_path, node.rel) if node.rel else root_path
@@ -247,13 +259,13 @@ class RunShellCommand(Tool):
             ("Process Group PGID", "(none)" if outcome.pgid is None else str(outcome.pgid)),
         ]
         text = "\n".join(f"{k}: {v}" for k, v in fields)
-        kind = "shell_execute_error"
+        kind = ErrorKind.SHELL_EXECUTE_ERROR
         structured: dict[str, Any] = {
             "command": command,
             "directory": directory,
             "stdout": shown["stdout"],
             "stderr": shown["stderr"],
-            "error": {"kind": kind, "message": error} if error else None,
+            "error": {"kind": kind.value, "message": error} if error else None,
             "exit_code": outcome.exit_code,
             "signal": sig,
             "background_pids": outcome.background_pids,

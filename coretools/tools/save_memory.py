@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import memory_file
 from coretools.tools.base import Tool, ToolContext, ToolResult
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    memory_file: str | None = None  # None: ~/.gemini/GEMINI.md
 
 
 class SaveMemory(Tool):
     name = "save_memory"
     title = "Save memory"
+    hint = "store a fact for later sessions when the user asks you to remember it."
+    Options = MemoryOptions
+    options: MemoryOptions
     description = (
         "Saves a specific piece of information or fact to your long-term memory (a list under "
         "'## Gemini Added Memories' in the user's GEMINI.md memory file, loaded in later sessions).\n\n"
@@ -55,7 +64,7 @@ class SaveMemory(Tool):
         )
 
     def memory_path(self) -> Path:
-        configured = self.config.opt("memory_file")
+        configured = self.options.memory_file
         return Path(configured).expanduser().absolute() if configured else memory_file.default_path()
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -64,7 +73,7 @@ class SaveMemory(Tool):
             raise ToolError(
                 'Parameter "fact" must be a non-empty string (after removing line breaks, list bullets and angle '
                 "brackets, nothing was left).",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         path = self.memory_path()
         try:
@@ -73,7 +82,7 @@ class SaveMemory(Tool):
             detail = f"{exc.strerror or exc} ({memory_file.shown(Path(exc.filename or path))})"
             raise ToolError(
                 f"Failed to save memory. Detail: {detail}. The operator can choose another file with --memory-file.",
-                "memory_tool_execution_error",
+                ErrorKind.MEMORY_TOOL_EXECUTION_ERROR,
             ) from None
         message = f'Okay, I\'ve remembered that: "{fact}"'
         return ToolResult.text(

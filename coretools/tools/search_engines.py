@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.matcher import NodeMatcher, encode
 from coretools.sandbox.patterns.include import parse_include
 from coretools.sandbox.rgglobs import include_flags
@@ -459,10 +459,10 @@ def _finish(run: ripgrep.RgRun, req: Request, out: Collector) -> None:
                 f"Invalid regular expression pattern provided: {req.pattern}. Error: {_rg_error(message)} "
                 "Fix the pattern (ripgrep / Rust regex syntax; escape literal characters such as "
                 "( ) [ ] { } . * + ? | \\ with a backslash).",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         if message and run.returncode != 2:
-            raise ToolError(f"Error during search: ripgrep failed: {message[:2000]}", "grep_execution_error")
+            raise ToolError(f"Error during search: ripgrep failed: {message[:2000]}", ErrorKind.GREP_EXECUTION_ERROR)
         # exit code 2 otherwise means some files could not be read; the rest stands
 
 
@@ -486,7 +486,7 @@ class LineRegex:
         if problem:
             raise ToolError(
                 f"Invalid regular expression pattern provided: {pattern}. Error: {problem}",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         translated = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
         try:
@@ -496,7 +496,7 @@ class LineRegex:
                 f"Invalid regular expression pattern provided: {pattern}. Error: {exc}. Fix the pattern (escape "
                 "literal characters such as ( ) [ ] { } . * + ? | \\ with a backslash; the fallback engine "
                 "reads RE2 syntax, close to ripgrep's).",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             ) from None
         self.anchored = _ANCHORS.search(pattern) is not None
 

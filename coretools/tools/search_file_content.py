@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.from_thread
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.search_engines import Collector, Job, PythonEngine, Request, RipgrepEngine, Target
@@ -19,9 +20,19 @@ MAX_TEXT_CHARS = 50_000
 DEFAULT_TIMEOUT = 60.0
 
 
+@dataclass(frozen=True)
+class SearchOptions:
+    search_max_matches: int = DEFAULT_MAX_MATCHES
+    search_timeout: float = DEFAULT_TIMEOUT
+    search_engine: str = "auto"
+
+
 class SearchFileContent(Tool):
     name = "search_file_content"
     title = "Search text"
+    hint = "search file contents with a regular expression (ripgrep syntax)."
+    Options = SearchOptions
+    options: SearchOptions
     description = (
         "Searches for a regular expression pattern within the content of files in a specified directory (or "
         "every workspace directory), optionally filtered by a glob pattern. Matching is case-insensitive and "
@@ -78,16 +89,18 @@ class SearchFileContent(Tool):
     def _engines(self) -> list:
         from coretools.sandbox.ripgrep import find_rg
 
-        choice = self.config.opt("search_engine", "auto")
+        choice = self.options.search_engine
         binary = find_rg() if choice != "python" else None
         if choice == "ripgrep" and binary is None:
-            raise ToolError("The ripgrep engine was requested but no working rg binary was found.", "execution_failed")
+            raise ToolError(
+                "The ripgrep engine was requested but no working rg binary was found.", ErrorKind.EXECUTION_FAILED
+            )
         return ([RipgrepEngine(binary)] if binary else []) + [PythonEngine()]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = args["pattern"]
         if not pattern:
-            raise ToolError("The 'pattern' parameter cannot be empty.", "invalid_tool_params")
+            raise ToolError("The 'pattern' parameter cannot be empty.", ErrorKind.INVALID_TOOL_PARAMS)
         include = (args.get("include") or "").strip() or None
         check_rg_argument("pattern", pattern, MAX_PATTERN_CHARS)
         if include is not None:
@@ -95,8 +108,8 @@ class SearchFileContent(Tool):
         req = Request(
             pattern=pattern,
             include=include,
-            cap=max(1, int(self.config.opt("search_max_matches", DEFAULT_MAX_MATCHES))),
-            timeout=float(self.config.opt("search_timeout", DEFAULT_TIMEOUT)),
+            cap=max(1, self.options.search_max_matches),
+            timeout=self.options.search_timeout,
             allow_protected=ctx.workspace.allow_protected,
         )
         targets = await anyio.to_thread.run_sync(_open_targets, ctx, args.get("path"))
@@ -150,7 +163,7 @@ def _open_targets(ctx: ToolContext, path: str | None) -> list[Target]:
         raise ToolError(
             f"Path is not a valid directory or file: {node.path}. Pass a directory (or a regular file) inside "
             "the workspace.",
-            "path_is_not_a_directory",
+            ErrorKind.PATH_IS_NOT_A_DIRECTORY,
         )
     return [Target(0, node.root, node.rel, node.path, node.fd, node.is_dir, "")]
 

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from coretools import __version__
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import netpolicy
 from coretools.tools.base import Tool, ToolContext, ToolResult
 
@@ -202,9 +202,19 @@ class Page:
     body_bytes: int = 0
 
 
+@dataclass(frozen=True)
+class WebFetchOptions:
+    web_fetch_private: str = "allow"  # "deny": no loopback or private-network addresses
+    web_fetch_timeout: float = DEFAULT_TIMEOUT
+    web_fetch_max_bytes: int = DEFAULT_CALL_BYTES
+
+
 class WebFetch(Tool):
     name = "web_fetch"
     title = "Web fetch"
+    hint = "read web pages: name their URLs in the prompt, with what to do with them."
+    Options = WebFetchOptions
+    options: WebFetchOptions
     description = (
         "Fetches the content of up to 20 http:// or https:// URLs named in the prompt and returns, for each, "
         "its final address, HTTP status, content type and content as readable text (HTML converted to "
@@ -264,30 +274,30 @@ class WebFetch(Tool):
         if not prompt.strip():
             raise ToolError(
                 "The 'prompt' parameter cannot be empty and must contain URL(s) and instructions.",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         urls, problems = find_urls(prompt)
         if problems:
             listed = "\n".join(f"- {p}" for p in problems)
             raise ToolError(
                 f"Error(s) in prompt URLs:\n{listed}\nFix or remove these URLs and call web_fetch again.",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         if not urls:
             raise ToolError(
                 "The 'prompt' must contain at least one valid URL (starting with http:// or https://).",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         if len(urls) > MAX_URLS:
             raise ToolError(
                 f"The prompt contains {len(urls)} distinct URLs; web_fetch fetches at most {MAX_URLS} per call. "
                 "Split them over several calls.",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         pages = [Page(url) for url in urls]
-        timeout = float(self.config.opt("web_fetch_timeout", DEFAULT_TIMEOUT))
-        allow_private = self.config.opt("web_fetch_private", "allow") != "deny"
-        limits = CallLimits.for_call(int(self.config.opt("web_fetch_max_bytes", DEFAULT_CALL_BYTES)), len(pages))
+        timeout = self.options.web_fetch_timeout
+        allow_private = self.options.web_fetch_private != "deny"
+        limits = CallLimits.for_call(self.options.web_fetch_max_bytes, len(pages))
         done = 0
 
         async def one(page: Page) -> None:
@@ -373,9 +383,10 @@ class WebFetch(Tool):
         text = head + "\n\n" + "\n\n".join(sections)
         result = ToolResult.text(text, {"results": records})
         if not ok:
-            kind = "web_fetch_processing_error" if all(p.refused for p in pages) else "web_fetch_fallback_failed"
+            refused = all(p.refused for p in pages)
+            kind = ErrorKind.WEB_FETCH_PROCESSING_ERROR if refused else ErrorKind.WEB_FETCH_FALLBACK_FAILED
             result.is_error = True
-            result.structured = {"results": records, "error": {"kind": kind, "message": head}}
+            result.structured = {"results": records, "error": {"kind": kind.value, "message": head}}
         return result
 
     def _section(self, n: int, page: Page, keep: int, count: int, limits: CallLimits) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coretools.errors import ToolError
+from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location
 from coretools.tools import textedit as te
@@ -14,6 +14,7 @@ from coretools.tools.base import ToolContext, ToolResult
 class WriteFile(te.EditTool):
     name = "write_file"
     title = "Write file"
+    hint = "create a file or replace a whole one; always write the complete content, never placeholders."
     description = (
         "Writes content to a file, replacing it entirely if it exists and creating it (and any missing parent "
         "directories inside the workspace) if it does not. The write is atomic: the file is never left half-written. "
@@ -54,7 +55,7 @@ class WriteFile(te.EditTool):
                 f"`content` contains an omission placeholder ({found!r}): it looks like part of the file was left "
                 "out. Nothing was written. Provide the complete file content, or use 'replace' to change only part "
                 "of the file.",
-                "invalid_tool_params",
+                ErrorKind.INVALID_TOOL_PARAMS,
             )
         plan, outcome = await self.edit(ctx, loc, args)
         if plan is None or outcome is None:

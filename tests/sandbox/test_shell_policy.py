@@ -382,14 +382,14 @@ def test_runs_programs_lists_what_can_start_programs() -> None:
 async def test_one_start_up_warning_when_allowed_programs_can_run_programs(root, caplog) -> None:
     import logging
 
-    from support import make_config
+    from support import make_tool
 
     from coretools.tools.run_shell_command import RunShellCommand
 
     def warnings_for(*flags: str) -> list[str]:
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="coretools"):
-            tools.append(RunShellCommand(make_config([root], *flags)))
+            tools.append(make_tool(RunShellCommand, [root], *flags))
         return [r.getMessage() for r in caplog.records if r.name == "coretools"]
 
     tools: list = []

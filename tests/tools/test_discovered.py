@@ -112,7 +112,9 @@ def test_failing_discovery_is_reported(root: Path, tmp_path: Path) -> None:
 def test_discovery_needs_call_command(root: Path) -> None:
     from coretools.server.toolset import ToolSet
 
-    with pytest.raises(SystemExit):
+    from coretools.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="--discovery-command and --call-command go together"):
         ToolSet(make_config([root], "--discovery-command", "true"))
 
 

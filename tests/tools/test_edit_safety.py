@@ -20,7 +20,7 @@ import pytest
 from coretools.sandbox import locks as locks_mod
 from coretools.server.toolset import ToolSet
 from coretools.sandbox.gateway import Workspace
-from coretools.tools import textedit
+from coretools.tools.textedit import edit_tool
 from coretools.tools.base import Elicitation, ToolContext
 from tests.conftest import REPO, call_tool, make_config, snapshot, text_of
 
@@ -208,13 +208,13 @@ def test_racing_thread_flipping_a_link_never_writes_outside(root: Path, decoy: P
 def _before_apply(monkeypatch, action) -> None:
     """Run `action()` in the worker thread after the edit was planned (file read, diff made) and before it is
     written: where another program's save, or a slow disk, would fall."""
-    real_apply = textedit.apply
+    real_apply = edit_tool.apply
 
     def apply(ws, plan):
         action()
         return real_apply(ws, plan)
 
-    monkeypatch.setattr(textedit, "apply", apply)
+    monkeypatch.setattr(edit_tool, "apply", apply)
 
 
 async def test_external_change_between_read_and_write_is_not_overwritten(root: Path, monkeypatch) -> None:
@@ -242,7 +242,11 @@ def _contexts(root: Path, n: int, *extra: str, elicit=None):
     config = make_config([root], *extra)
     toolset = ToolSet(config)
     spaces = [Workspace(config.roots) for _ in range(n)]  # one per session, as in HTTP mode
-    return toolset, [ToolContext(workspace=ws, config=config, elicit=elicit) for ws in spaces], spaces
+    return toolset, [ToolContext(workspace=ws, elicit=elicit) for ws in spaces], spaces
+
+
+async def _accept(message: str, schema: dict) -> Elicitation:
+    return Elicitation("accept")
 
 
 def _slow_apply(monkeypatch, delay: float = 0.3) -> None:
@@ -367,7 +371,7 @@ async def test_cancelled_waiter_does_not_leak_the_lock(root: Path) -> None:
                 await toolset.call("replace", replace_args(f, "v=0", "v=2"), waiter)
             assert scope.cancelled_caught
             release.set()
-        later.config.options.confirm = "none"
+        later.elicit = _accept  # the user says yes this time: the edit needs the lock the waiter gave up
         res = await toolset.call("replace", replace_args(f, "v=0", "v=3"), later)
         assert not res.is_error, text_of(res)
     finally:

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from coretools.sandbox.gateway import Workspace
-from coretools.tools.base import ServerConfig
 from coretools.tools.filetypes import MAX_LINE_CHARS, classify, read_window, window_of_content
 from coretools.tools.read_file import ReadFile
 
@@ -70,7 +69,7 @@ def test_a_file_that_grew_after_it_was_opened_is_streamed_whole(tmp_path: Path) 
     target = tmp_path / "log.txt"
     target.write_text("one\ntwo\nthree\n")
     workspace = Workspace([str(tmp_path)])
-    tool = ReadFile(ServerConfig(roots=[str(tmp_path)]))
+    tool = ReadFile()
     try:
         with workspace.open_file(workspace.locate(str(target))) as (node, handle):
             with target.open("a") as more:

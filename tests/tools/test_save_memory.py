@@ -117,7 +117,7 @@ async def test_many_concurrent_saves_all_land(root, mem):
     results = []
 
     async def one(i: int) -> None:
-        results.append(await toolset.call("save_memory", {"fact": f"fact number {i}"}, ToolContext(ws, config)))
+        results.append(await toolset.call("save_memory", {"fact": f"fact number {i}"}, ToolContext(ws)))
 
     try:
         async with anyio.create_task_group() as tg:

@@ -263,7 +263,7 @@ async def test_progress_and_cancellation_kill_ripgrep(root: Path) -> None:
     async def progress(done, total=None, message=None) -> None:
         seen.append(done)
 
-    ctx = ToolContext(workspace=ws, config=config, report_progress=progress)
+    ctx = ToolContext(workspace=ws, report_progress=progress)
     children: list[int] = []
     try:
         async with anyio.create_task_group() as tg:

@@ -453,8 +453,8 @@ def test_startup_fails_clearly_where_namespaces_are_forbidden(root: Path, tmp_pa
 
 
 async def test_no_network_without_sandbox_is_a_startup_error(root: Path) -> None:
-    with pytest.raises(SystemExit):
-        make_tool = make_config([root], "--shell-no-network")
-        from coretools.server.toolset import ToolSet
+    from coretools.errors import ConfigurationError
+    from coretools.server.toolset import ToolSet
 
-        ToolSet(make_tool)
+    with pytest.raises(ConfigurationError, match="--shell-no-network needs --shell-sandbox bwrap"):
+        ToolSet(make_config([root], "--shell-no-network"))

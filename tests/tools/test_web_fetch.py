@@ -345,10 +345,13 @@ async def test_slow_server_times_out_without_holding_the_others(root, web):
 
 
 async def test_timeout_option_parsed_and_default(root):
+    from coretools.tools.web_fetch import WebFetch
     from tests.conftest import make_config
 
-    assert make_config([root]).opt("web_fetch_timeout") == 10.0
-    assert make_config([root]).opt("web_fetch_private") == "allow"
+    options = make_config([root]).tool_options[WebFetch.Options]
+    assert options.web_fetch_timeout == 10.0
+    assert options.web_fetch_private == "allow"
+    assert make_config([root], "--web-fetch-timeout", "2.5").tool_options[WebFetch.Options].web_fetch_timeout == 2.5
 
 
 # ---------------------------------------------------------------- prompt parsing

@@ -1,0 +1,179 @@
+"""The base class of write_file and replace: their shared options (`--confirm`, `--max-edit-bytes`), the
+locked plan -> confirm -> write sequence, and the result both tools return."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+
+from coretools.errors import ErrorKind, ToolError
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import Location, WriteOutcome
+from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
+from coretools.tools.textedit.diff import snippet, unified_diff
+from coretools.tools.textedit.plan import MAX_EDIT_BYTES, MIB, Plan, edit_limit, limit_in_force, too_big
+
+MAX_CONFIRM_DIFF_LINES = 150
+MAX_ECHO_CHARS = 4000
+CONFIRM_CHOICES = ("none", "edits")
+CONFIRM_NOTE = (
+    " This server asks the user to confirm every edit (showing the diff) before applying it; an edit the user "
+    "declines is not applied, and is refused if the client cannot ask the user."
+)
+
+
+@dataclass(frozen=True)
+class EditOptions:
+    """The options of both editing tools (one definition, registered by whichever the parser sees first)."""
+
+    confirm: str = "none"
+    max_edit_bytes: int = MAX_EDIT_BYTES
+
+    @property
+    def confirm_edits(self) -> bool:
+        return self.confirm == "edits"
+
+    @property
+    def edit_limit(self) -> int:
+        return self.max_edit_bytes if self.max_edit_bytes and self.max_edit_bytes > 0 else MAX_EDIT_BYTES
+
+
+def add_edit_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--confirm` and `--max-edit-bytes`, registered once for both editing tools."""
+    if "--confirm" not in parser._option_string_actions:  # noqa: SLF001 - both editing tools call this
+        parser.add_argument(
+            "--confirm",
+            choices=CONFIRM_CHOICES,
+            default="none",
+            help="'edits': ask the user (MCP elicitation, showing the diff) before write_file or replace changes "
+            "a file; an edit the user declines, or one the client cannot ask about, is not applied. Default "
+            "'none': rely on the host's own tool approval",
+        )
+    if "--max-edit-bytes" in parser._option_string_actions:  # noqa: SLF001
+        return
+    parser.add_argument(
+        "--max-edit-bytes",
+        type=int,
+        default=MAX_EDIT_BYTES,
+        metavar="BYTES",
+        help="largest file replace and write_file read to edit, and largest content one edit may produce; a "
+        "bigger edit is refused before it is built, with an error saying how to split it "
+        f"(default: {MAX_EDIT_BYTES}, i.e. {MAX_EDIT_BYTES // MIB} MiB)",
+    )
+
+
+@asynccontextmanager
+async def edit_lock(ws: Workspace, loc: Location) -> AsyncIterator[None]:
+    """Hold the process-wide lock of the file `loc` names for the whole read-confirm-write sequence."""
+    lock = await anyio.to_thread.run_sync(lambda: ws.lock_edit(loc, cancelled=anyio.from_thread.check_cancelled))
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+async def confirm(ctx: ToolContext, plan: Plan, tool: str) -> None:
+    """Ask the user (`--confirm edits`); raise a ToolError unless they accept."""
+    if ctx.elicit is None:
+        raise ToolError(
+            f"Edit not applied: this server requires the user to confirm every edit (--confirm edits), but the "
+            f"client cannot ask the user (it does not support MCP elicitation). Nothing was written to {plan.path}. "
+            "Tell the user; the operator can use a client that supports elicitation, or restart the server "
+            "without --confirm edits to rely on the host's own tool approval.",
+            ErrorKind.CANCELLED_BY_USER,
+        )
+    assert plan.diff is not None
+    diff = unified_diff(plan.old, plan.new, plan.spans, "original", "proposed", limit=MAX_CONFIRM_DIFF_LINES).text
+    verb = "Create" if plan.created else "Apply this change to"
+    message = f"{tool}: {verb} {plan.path}?\n\n{diff}"
+    try:
+        answer = await ctx.elicit(message, {"type": "object", "properties": {}})
+    except Exception as exc:  # noqa: BLE001 - a client that fails to answer has not said yes
+        raise ToolError(
+            f"Edit not applied: asking the user to confirm the edit failed ({type(exc).__name__}: {exc}). Nothing "
+            f"was written to {plan.path}.",
+            ErrorKind.CANCELLED_BY_USER,
+        ) from None
+    if answer.action == "accept":
+        return
+    how = "declined" if answer.action == "decline" else "dismissed"
+    raise ToolError(
+        f"Edit cancelled by the user: they {how} the proposed change to {plan.path}, so nothing was written. Do "
+        "not retry the same edit; ask the user how they would like to proceed.",
+        ErrorKind.CANCELLED_BY_USER,
+    )
+
+
+class EditTool(Tool):
+    """What write_file and replace share: annotations, options, and the locked plan -> confirm -> write
+    sequence. Subclasses implement `plan(ws, loc, args)` (runs in a worker thread under the file's lock and
+    returns a Plan, or None when there is nothing to write)."""
+
+    Options = EditOptions
+    options: EditOptions
+    read_only = False
+    destructive = True
+
+    def __init__(self, options: EditOptions | None = None) -> None:
+        super().__init__(options)
+        if self.options.confirm_edits:
+            self.description = type(self).description + CONFIRM_NOTE
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        add_edit_arguments(parser)
+
+    def plan(self, ws: Workspace, loc: Location, args: dict) -> Plan | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _bounded_plan(self, ws: Workspace, loc: Location, args: dict) -> Plan | None:
+        """`plan` under this server's edit limit; a plan whose content is over it is refused."""
+        with limit_in_force(self.options.edit_limit):
+            plan = self.plan(ws, loc, args)
+            if plan is not None and len(plan.data) > edit_limit():
+                raise too_big(plan.path, len(plan.data), "the new content",
+                              "Write a smaller file, or generate a large one with run_shell_command.")
+            return plan
+
+    async def edit(self, ctx: ToolContext, loc: Location, args: dict) -> tuple[Plan | None, WriteOutcome | None]:
+        ws = ctx.workspace
+        async with edit_lock(ws, loc):
+            plan = await anyio.to_thread.run_sync(self._bounded_plan, ws, loc, args)
+            if plan is None:
+                return None, None
+            if self.options.confirm_edits:
+                await confirm(ctx, plan, self.name)
+            outcome = await anyio.to_thread.run_sync(apply, ws, plan)
+        plan.path = outcome.path
+        return plan, outcome
+
+
+def apply(ws: Workspace, plan: Plan) -> WriteOutcome:
+    return ws.write_atomic(
+        plan.loc, plan.data, create_parents=True, must_not_exist=plan.must_not_exist,
+        expect=plan.expect,  # type: ignore[arg-type]
+    )
+
+
+def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: str) -> ToolResult:
+    """Confirmation, notes, the user's own version if they modified the proposal (`modified_by_user`), the
+    changed region of the new file, and the unified diff as a second block."""
+    assert plan.diff is not None
+    parts = [headline, *plan.notes]
+    if args.get("modified_by_user"):
+        parts.append(f"User modified the {user_field} to be: {echo(user_value)}")
+    shot = snippet(plan.new, [] if plan.created else plan.spans)
+    label = "Here is the new file:" if plan.created else "Here is the updated code:"
+    text = " ".join(p for p in parts if p) + f"\n{label}\n{shot.text}"
+    return ToolResult([text_block(text), text_block(plan.diff.text)])
+
+
+def echo(value: str) -> str:
+    """A user-supplied value repeated back in a message, within reason."""
+    if len(value) <= MAX_ECHO_CHARS:
+        return value
+    return value[:MAX_ECHO_CHARS] + f"[... {len(value) - MAX_ECHO_CHARS} more characters, see the code below ...]"
