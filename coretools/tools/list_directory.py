@@ -19,7 +19,7 @@ MAX_ENTRIES_SHOWN = 5000
 class ListDirectory(Tool):
     name = "list_directory"
     title = "List directory"
-    hint = "explore: see what one directory holds."
+    hint = "see what one directory holds, to find your way around the workspace."
     description = (
         "Lists the files and subdirectories directly inside a directory: directories first (marked [DIR]), then "
         "files with their sizes. Entries hidden by .gitignore, .geminiignore and the default excludes "
