@@ -68,18 +68,19 @@ def _coretools(root: Path):
     import anyio
 
     from coretools.cli import build_parser
-    from coretools.server.toolset import ToolSet
+    from coretools.server.config import ServerConfig
+    from coretools.server.toolset import ToolSet, tool_options
     from coretools.sandbox.gateway import Workspace
-    from coretools.tools.base import ServerConfig, ToolContext
+    from coretools.tools.base import ToolContext
 
     options = build_parser().parse_args(["serve", "--root", str(root)])
-    config = ServerConfig(roots=[str(root)], options=options)
+    config = ServerConfig.from_namespace(options, roots=[str(root)], tool_options=tool_options(options))
     toolset = ToolSet(config)
     ws = Workspace([str(root)])
 
     def run(path: Path, old: str, new: str) -> None:
         args = {"file_path": str(path), "old_string": old, "new_string": new}
-        result = anyio.run(toolset.call, "replace", args, ToolContext(workspace=ws, config=config))
+        result = anyio.run(toolset.call, "replace", args, ToolContext(workspace=ws))
         if result.is_error and not old.startswith("not-in-the-file"):
             raise SystemExit(f"replace failed: {result.text_content[:500]}")
 
