@@ -208,6 +208,8 @@ def _reference_glob(pattern: str, path: str, case_sensitive: bool) -> bool | Non
 @example("**/*.rs", "src/main.r\u017f", False)
 @example("!(*test*).py", "main.py", False)
 @example("****", "1/1", False)
+@example("**\\", "1/1", False)  # a lone backslash at the end stands for nothing
+@example("!(()", "1", False)  # inside a group a bare `(` is literal: `!(` + `(` + `)`
 def test_globs_match_as_wcmatch_did(pattern: str, path: str, case_sensitive: bool) -> None:
     want = _reference_glob(pattern, path, case_sensitive)
     if want is None:

@@ -56,6 +56,8 @@ def parse_glob(pattern: str, *, paths: bool = True, negate: bool = True, source:
     body = pattern[1:] if negative else pattern
     if not paths:
         return Glob(source, (_Segment(body, source, paths=False).parse(),), negative)
+    if (len(body) - len(body.rstrip("\\"))) % 2:  # a lone backslash at the end stands for nothing
+        body = body[:-1]
     segments: list[Node | str] = []
     for raw in _split_segments(body):
         if raw in ("**", "***"):
@@ -171,24 +173,26 @@ class _Segment:
         return self.s[i + 1 : i + 2] == "(" and self._group_end(i + 1) is not None
 
     def _group_end(self, open_at: int) -> int | None:
-        """Where the group opened at `open_at` closes (nested groups, escapes and classes skipped)."""
-        s, depth, j = self.s, 0, open_at
+        """Where the group opened at `open_at` closes (nested groups, escapes and classes skipped). Only an
+        extglob opener (`@(`, `*(`...) nests: a bare `(` inside a group is literal, as in wcmatch."""
+        s, depth, j, opens = self.s, 0, open_at, True
         while j < len(s):
             ch = s[j]
             if ch == "\\":
-                j += 2
+                j, opens = j + 2, False
                 continue
             if ch == "[":
                 end = _class_end(s, j)
                 if end is not None:
-                    j = end + 1
+                    j, opens = end + 1, False
                     continue
-            if ch == "(":
+            if ch == "(" and opens:
                 depth += 1
             elif ch == ")":
                 depth -= 1
                 if depth == 0:
                     return j
+            opens = ch in _EXT
             j += 1
         return None
 
