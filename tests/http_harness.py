@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from coretools.sandbox.runner import is_alive as pid_alive  # noqa: F401 - re-exported for the tests
+from coretools.sandbox.process_groups import is_alive as pid_alive  # noqa: F401 - re-exported for the tests
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent

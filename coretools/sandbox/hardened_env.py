@@ -1,11 +1,10 @@
 """The environment an allowlisted command runs in, whatever its arguments.
 
-`harden(env)` is applied by `runner.child_env` to every run (shell, discovered tools). It changes the
-environment only while a call that runs under an allowlist is being prepared (`run_shell_command` opens
-`for_allowlist()` around it): without an allowlist nothing bounds what runs, and the operator's hooks,
-aliases and global configuration keep working. `neutralise(env)` is the transformation itself. It
-neutralises the ways git runs programs named in its configuration, so that an allowed `git status` cannot
-become arbitrary execution through configuration the model managed to plant:
+`neutralise(env)` is applied by `process_settings.child_env` when the run asks for it (`hardened=True`:
+`run_shell_command` under an allowlist): without an allowlist nothing bounds what runs, and the operator's
+hooks, aliases and global configuration keep working. It neutralises the ways git runs programs named in
+its configuration, so that an allowed `git status` cannot become arbitrary execution through configuration
+the model managed to plant:
 
 - the caller's git variables are removed (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_EXEC_PATH`, every `GIT_CONFIG*`,
   `GIT_SSH*`, `GIT_EXTERNAL_DIFF`, `GIT_ASKPASS`, `GIT_TEMPLATE_DIR`, ...), and `ext`/`file` are taken out of
@@ -30,7 +29,7 @@ What cannot be pinned is any key whose name the writer chooses (`alias.*`, `filt
 `diff.<driver>.textconv`/`command`, `merge.<driver>.driver`, `remote.<name>.uploadpack`...), and
 `diff.external`: an empty value does not unset it, it makes every `git diff` fail ("external diff died").
 Those stay out of reach because the model cannot write git configuration: the argument policy
-(`coretools/sandbox/exec_policy.py`) refuses `git config` writes, aliases, `--git-dir` and writes into
+(`coretools/sandbox/exec_policy`) refuses `git config` writes, aliases, `--git-dir` and writes into
 `.git/`, and write_file refuses protected paths.
 
 Commits keep working: the operator's `user.name`/`user.email`, read once with the server's own environment,
@@ -42,9 +41,6 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 
 DROPPED = frozenset({"GIT_DIR", "GIT_WORK_TREE", "GIT_EXEC_PATH", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS",
                      "GIT_TEMPLATE_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
@@ -85,22 +81,6 @@ FIXED = {
 }
 IDENTITY = (("user.name", ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME")),
             ("user.email", ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL")))  # fmt: skip
-_REQUESTED: ContextVar[bool] = ContextVar("coretools_hardened_env", default=False)
-
-
-@contextmanager
-def for_allowlist(active: bool = True) -> Iterator[None]:
-    """Within this block (in this task only), `harden` neutralises the environments it is given."""
-    token = _REQUESTED.set(active)
-    try:
-        yield
-    finally:
-        _REQUESTED.reset(token)
-
-
-def harden(env: dict[str, str]) -> dict[str, str]:
-    """`neutralise(env)` while a call under an allowlist is being prepared, else `env` unchanged."""
-    return neutralise(env) if _REQUESTED.get() else env
 
 
 def neutralise(env: dict[str, str]) -> dict[str, str]:

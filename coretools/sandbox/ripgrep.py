@@ -29,12 +29,8 @@ from __future__ import annotations
 
 import functools
 import os
-import select
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -52,6 +48,7 @@ from coretools.sandbox.patterns.gitignore import gitignore_segment
 from coretools.sandbox.patterns.glob import parse_glob
 from coretools.sandbox.patterns.tree import PatternError, alt
 from coretools.sandbox.rgglobs import reroot, segment_matcher, strip_trailing_spaces
+from coretools.sandbox.runner import Runner, RunSpec, Streamed
 
 BASE_FLAGS = (
     "--no-config",
@@ -100,11 +97,12 @@ def find_rg() -> str | None:
         candidates = [os.path.join(os.path.dirname(sys.executable), "rg"), shutil.which("rg")]
     for cand in candidates:
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            probe = _RUNNER.stream(RunSpec([cand, "--version"], wall_timeout=10))
             try:
-                out = subprocess.run([cand, "--version"], capture_output=True, timeout=10, check=False)
-            except (OSError, subprocess.SubprocessError):
+                out = b"".join(probe.chunks())
+            except OSError:
                 continue
-            if out.returncode == 0 and out.stdout.startswith(b"ripgrep "):
+            if probe.outcome.exit_code == 0 and out.startswith(b"ripgrep "):
                 return cand
     return None
 
@@ -338,11 +336,7 @@ def _lines(data: bytes | None) -> list[str]:
 
 # -- running ----------------------------------------------------------------------------------------------
 
-
-class RgError(Exception):
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
+_RUNNER = Runner("coretools-rg")
 
 
 @dataclass
@@ -362,26 +356,52 @@ def dir_cwd(fd: int, fallback: str) -> str:
     return proc if os.path.isdir(proc) else fallback
 
 
-@dataclass
 class RgRun:
-    """One rg process: started in its own process group, its stdout read as a stream of records (lines, or
-    `sep`-terminated) with a bound on each record and on the whole, a deadline, and a `check` callback
-    (cancellation) polled while waiting. Whatever happens, the process group is killed and reaped when the
-    iteration ends. `count_in_stderr(line)`: count the stderr lines it accepts (in `stderr_hits`)."""
+    """One rg run on the process runner (`Runner.stream`: its own process group, a deadline, a bound on the
+    whole output, `check` (cancellation) polled while waiting, the group killed and reaped when the
+    iteration ends), its stdout read as a stream of records (lines, or `sep`-terminated) with a bound on
+    each record. `count_in_stderr(line)`: count the stderr lines it accepts (in `stderr_hits`)."""
 
-    argv: list[str]
-    cwd: str
-    ignore_files: list[bytes] = field(default_factory=list)
-    timeout: float = 60.0
-    max_line: int = 256 * 1024
-    max_total: int = 1 << 30
-    check: Callable[[], None] | None = None
-    sep: bytes = b"\n"
-    count_in_stderr: Callable[[bytes], bool] | None = None
-    stderr: bytes = b""
-    stderr_hits: int = 0
-    returncode: int | None = None
-    stopped: str | None = None  # why the stream was cut short (timeout, output bound)
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: str,
+        ignore_files: list[bytes] | tuple[bytes, ...] = (),
+        timeout: float = 60.0,
+        max_line: int = 256 * 1024,
+        max_total: int = 1 << 30,
+        check: Callable[[], None] | None = None,
+        sep: bytes = b"\n",
+        count_in_stderr: Callable[[bytes], bool] | None = None,
+    ) -> None:
+        self.argv, self.cwd, self.ignore_files = argv, cwd, list(ignore_files)
+        self.timeout, self.max_line, self.max_total = timeout, max_line, max_total
+        self.check, self.sep, self.count_in_stderr = check, sep, count_in_stderr
+        self.stderr_hits = 0
+        self._err_pending = b""
+        self._run: Streamed | None = None
+
+    @property
+    def stderr(self) -> bytes:
+        return bytes(self._run.outcome.stderr.data) if self._run is not None else b""
+
+    @property
+    def returncode(self) -> int | None:
+        """rg's exit status once it ran to the end (negative: the signal that ended it), else None."""
+        if self._run is None:
+            return None
+        outcome = self._run.outcome
+        return -outcome.signal if outcome.signal is not None else outcome.exit_code
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the stream was cut short (timeout, output bound)."""
+        reason = self._run.outcome.stopped if self._run is not None else None
+        if reason == "timeout":
+            return f"the search was stopped after {self.timeout:g} seconds"
+        if reason == "output_cap":
+            return f"the search output passed {self.max_total >> 20} MB and was stopped"
+        return None
 
     def records(self) -> Iterator[list[bytes]]:
         """The records in batches as they arrive (records longer than `max_line` are dropped)."""
@@ -399,26 +419,22 @@ class RgRun:
                 fd = _memfile(data)
                 fds.append(fd)
                 argv[1:1] = ["--ignore-file", f"/proc/self/fd/{fd}"]
-            proc = subprocess.Popen(
-                argv,
-                cwd=self.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
+            spec = RunSpec(
+                argv, cwd=self.cwd, env=_rg_env(), wall_timeout=self.timeout, output_cap=self.max_total,
                 pass_fds=tuple(fds),
-                env=_clean_env(),
             )
-        except BaseException:
-            for fd in fds:
-                os.close(fd)
-            raise
-        try:
-            yield from self._split(self._chunks(proc))
+            on_stderr = self._count_stderr if self.count_in_stderr is not None else None
+            self._run = _RUNNER.stream(spec, check=self.check, on_stderr=on_stderr)
+            yield from self._split(self._run.chunks())
         finally:
-            _kill_group(proc)
             for fd in fds:
                 os.close(fd)
+
+    def _count_stderr(self, chunk: bytes) -> None:
+        assert self.count_in_stderr is not None
+        lines = (self._err_pending + chunk).split(b"\n")
+        self._err_pending = lines.pop()[:4096]  # what is counted is near the start
+        self.stderr_hits += sum(map(self.count_in_stderr, lines))
 
     def _split(self, chunks: Iterator[bytes]) -> Iterator[list[bytes | RgLine]]:
         sep, limit = self.sep, self.max_line
@@ -443,41 +459,6 @@ class RgRun:
                 cut_head, tail, pending = pending[:limit], pending[-4096:], b""
             if batch:
                 yield batch
-
-    def _chunks(self, proc: subprocess.Popen) -> Iterator[bytes]:
-        assert proc.stdout is not None and proc.stderr is not None
-        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-        deadline = time.monotonic() + self.timeout
-        open_fds = {out_fd, err_fd}
-        total = 0
-        err_pending = b""
-        while open_fds:
-            if self.check is not None:
-                self.check()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.stopped = f"the search was stopped after {self.timeout:g} seconds"
-                return
-            ready, _, _ = select.select(list(open_fds), [], [], min(left, 0.1))
-            for fd in ready:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    open_fds.discard(fd)
-                    continue
-                if fd == err_fd:
-                    if len(self.stderr) < 20_000:
-                        self.stderr += chunk[: 20_000 - len(self.stderr)]
-                    if self.count_in_stderr is not None:
-                        err_lines = (err_pending + chunk).split(b"\n")
-                        err_pending = err_lines.pop()[:4096]  # what is counted is near the start
-                        self.stderr_hits += sum(map(self.count_in_stderr, err_lines))
-                    continue
-                total += len(chunk)
-                if total > self.max_total:
-                    self.stopped = f"the search output passed {self.max_total >> 20} MB and was stopped"
-                    return
-                yield chunk
-        self.returncode = proc.wait()
 
 
 def _memfile(data: bytes) -> int:
@@ -505,22 +486,8 @@ def rg_threads() -> int:
     return max(1, min(cpus - 1, 12))
 
 
-def _clean_env() -> dict[str, str]:
+def _rg_env() -> dict[str, str]:
+    """The server's environment without ripgrep's own configuration (`RIPGREP_*`), in a UTF-8 locale."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
     env.setdefault("LC_ALL", "C.UTF-8")
     return env
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        pass
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()

@@ -1,43 +1,51 @@
-"""A bounded process runner: the one way coretools starts a program on the model's behalf.
+"""A bounded process runner: the one way coretools starts a program on the model's behalf (the shell,
+discovered tools) and for its own searches (ripgrep).
 
-Every run gets its own session and process group (so one signal reaches the whole tree), stdin from
-`/dev/null` (or a temp file holding the bytes the caller passes), a scrubbed environment carrying a
-per-run marker variable, an inactivity timeout and a wall-clock timeout, and an output cap. When a bound
-is hit the group gets SIGTERM, then SIGKILL after a short grace, and the leader is reaped. Cancellation
-(anyio) kills the group at once. Output is kept as bytes (both streams share the cap), checked for
-binary content, decoded as UTF-8 with replacement, and streamed as text to an optional live callback.
+Every run gets its own session and process group (so one signal reaches the whole tree, see
+`process_groups`), stdin from `/dev/null` (or a temp file holding the bytes the caller passes), the
+environment the caller built (`process_settings.child_env` for the shell) plus a per-run marker variable,
+and bounds: a wall-clock timeout, an output cap, and for `run` an inactivity timeout. Two ways to consume
+a run:
 
-A process-wide registry remembers every group that may still have members (a command that leaves
-`cmd &` behind keeps running after the call returns, as in Gemini CLI). Each owner (a tool) kills its
-groups in `aclose()`; an atexit hook and SIGTERM/SIGHUP handlers kill everything that is left, so the
-server never leaves orphans behind, even when it is stopped by a signal. A process that leaves the
-group (`setsid`, a double fork) is still found through the marker in its environment, unless it also
-wipes its environment (`env -i`): that and SIGKILL of the server itself are the limits (the bubblewrap
-sandbox's `--die-with-parent` + PID namespace covers both).
+* `Runner.run` (async): output is kept as bytes (both streams share the cap), checked for binary content,
+  decoded as UTF-8 with replacement, and streamed as text to an optional live callback. When a bound is
+  hit the group gets SIGTERM, then SIGKILL after a short grace, and the leader is reaped. Cancellation
+  (anyio) kills the group at once.
+* `Runner.stream` (synchronous, for a worker thread): standard output is handed over chunk by chunk as it
+  arrives and not kept (ripgrep's records); a `check` callback (cancellation) is polled while waiting.
+  When the iteration ends, however it ends, the group is killed and the leader reaped.
 """
 
 from __future__ import annotations
 
-import atexit
 import codecs
 import errno
 import logging
 import os
 import re
 import secrets
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 import anyio
 
-from coretools.sandbox.bwrap import bwrap_argv, bwrap_problem, prepare_sandbox  # noqa: F401 - bwrap_* re-exported
-from coretools.sandbox.hardened_env import harden
+from coretools.sandbox.process_groups import (
+    MARKER_VAR,
+    Group,
+    kill_group,
+    register,
+    registered,
+    scan,
+    signal_group,
+    unregister,
+)
 
 logger = logging.getLogger("coretools")
 
@@ -45,41 +53,8 @@ DEFAULT_OUTPUT_CAP = 16 * 1024 * 1024
 DEFAULT_KILL_GRACE = 0.5
 DRAIN_GRACE = 0.2  # after the leader exits, how long to wait for pipes held open by background children
 BINARY_SNIFF = 8192
-MARKER_VAR = "CORETOOLS_RUN_ID"
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
-# Variables that make a non-interactive shell run code or that a host set for its own prompts.
-DROP_VARS = ("BASH_ENV", "ENV", "PROMPT_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "PS4")
-NON_INTERACTIVE = {
-    "PAGER": "cat",
-    "GIT_PAGER": "cat",
-    "MANPAGER": "cat",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_EDITOR": "true",
-    "GIT_SEQUENCE_EDITOR": "true",
-    "SSH_ASKPASS_REQUIRE": "never",
-    "GCM_INTERACTIVE": "never",
-    "GH_PROMPT_DISABLED": "1",
-    "DEBIAN_FRONTEND": "noninteractive",
-    "TERM": "dumb",
-    "CORETOOLS": "1",
-}
+STREAM_STDERR_KEPT = 20_000  # bytes of stderr a streamed run keeps (ripgrep's error messages)
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-
-
-def child_env(passthrough: Iterable[str] = (), base: dict[str, str] | None = None) -> dict[str, str]:
-    """The server's environment minus obvious secrets (unless passed through by name), minus variables
-    that make bash run code at start-up, plus settings that keep every program from waiting for a human."""
-    keep = set(passthrough)
-    env = {}
-    for name, value in (os.environ if base is None else base).items():
-        upper = name.upper()
-        if name not in keep and any(word in upper for word in SECRET_WORDS):
-            continue
-        if name in DROP_VARS or name.startswith("BASH_FUNC_"):
-            continue
-        env[name] = value
-    env.update(NON_INTERACTIVE)
-    return harden(env)
 
 
 def strip_ansi(text: str) -> str:
@@ -143,155 +118,6 @@ class Outcome:
 LiveFn = Callable[[str], Awaitable[None]]
 
 
-# -- the registry ----------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Group:
-    pgid: int
-    marker: str
-    owner: int
-
-
-_registry: dict[int, _Group] = {}
-_registry_lock = threading.Lock()
-_safety_net_installed = False
-
-
-def _register(group: _Group) -> None:
-    with _registry_lock:
-        _registry[group.pgid] = group
-    _install_safety_net()
-
-
-def _unregister(pgid: int) -> None:
-    with _registry_lock:
-        _registry.pop(pgid, None)
-
-
-def _groups(owner: int | None = None) -> list[_Group]:
-    with _registry_lock:
-        return [g for g in _registry.values() if owner is None or g.owner == owner]
-
-
-def kill_everything() -> None:
-    """SIGKILL every group (and marked escapee) any runner in this process started. Safe at exit."""
-    for group in _groups():
-        _kill_group(group, signal.SIGKILL)
-        _unregister(group.pgid)
-
-
-def _install_safety_net() -> None:
-    global _safety_net_installed
-    if _safety_net_installed:
-        return
-    _safety_net_installed = True
-    atexit.register(kill_everything)
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            if signal.getsignal(signum) in (signal.SIG_DFL, None):
-                signal.signal(signum, _on_fatal_signal)
-        except (ValueError, OSError):  # not the main thread after all, or an exotic platform
-            pass
-
-
-def _on_fatal_signal(signum: int, frame: object) -> None:
-    kill_everything()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-# -- finding and killing processes -----------------------------------------------------------------------
-
-
-def _scan(pgid: int, marker: str | None) -> list[int]:
-    """Live (non-zombie) processes in group `pgid`, or carrying `marker` in their environment."""
-    me = os.getpid()
-    found: list[int] = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return _scan_ps(pgid)
-    needle = f"{MARKER_VAR}={marker}".encode() if marker else None
-    for name in names:
-        if not name.isdigit() or int(name) == me:
-            continue
-        pid = int(name)
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) < 3 or fields[0] == b"Z" or fields[0] == b"X":
-            continue
-        if int(fields[2]) == pgid:
-            found.append(pid)
-            continue
-        if needle is None:
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                environ = fh.read()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(pid)
-    return sorted(found)
-
-
-def _scan_ps(pgid: int) -> list[int]:
-    try:
-        out = subprocess.run(
-            ["ps", "-A", "-o", "pid=,pgid=,stat="], capture_output=True, text=True, timeout=5, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    pids = []
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[1] == str(pgid) and not parts[2].startswith("Z"):
-            pids.append(int(parts[0]))
-    return sorted(pids)
-
-
-def _kill_group(group: _Group, signum: int) -> list[int]:
-    """Signal the group and every marked process outside it; return the pids that were still alive."""
-    try:
-        os.killpg(group.pgid, signum)
-    except ProcessLookupError:
-        pass
-    except PermissionError:  # the pgid was recycled by someone else's group: never touch it
-        pass
-    alive = _scan(group.pgid, group.marker)
-    for pid in alive:
-        try:
-            os.kill(pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
-    return alive
-
-
-def is_alive(pid: int) -> bool:
-    """True if `pid` exists and is not a zombie (tests and reports use this)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
 # -- the runner ------------------------------------------------------------------------------------------
 
 
@@ -344,15 +170,15 @@ class Runner:
 
     async def aclose(self) -> None:
         """SIGTERM every group this owner left running, SIGKILL what survives a short grace, clean up."""
-        groups = _groups(self._owner)
+        groups = registered(self._owner)
         for group in groups:
-            _kill_group(group, signal.SIGTERM)
+            kill_group(group, signal.SIGTERM)
         deadline = time.monotonic() + DEFAULT_KILL_GRACE
-        while groups and time.monotonic() < deadline and any(_scan(g.pgid, g.marker) for g in groups):
+        while groups and time.monotonic() < deadline and any(scan(g.pgid, g.marker) for g in groups):
             await anyio.sleep(0.02)
         for group in groups:
-            _kill_group(group, signal.SIGKILL)
-            _unregister(group.pgid)
+            kill_group(group, signal.SIGKILL)
+            unregister(group.pgid)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -374,40 +200,12 @@ class Runner:
     async def _run(self, spec: RunSpec, live: LiveFn | None, cwd_fd: int | None) -> Outcome:
         out, err = Stream("stdout"), Stream("stderr")
         outcome = Outcome(list(spec.argv), out, err)
-        marker = secrets.token_hex(8)
-        env = dict(os.environ if spec.env is None else spec.env)
-        env[MARKER_VAR] = marker
-        cwd = spec.cwd
-        if cwd_fd is not None and os.path.isdir(f"/proc/self/fd/{cwd_fd}"):
-            cwd = f"/proc/self/fd/{cwd_fd}"
         started = time.monotonic()
-        stdin_file = None
         try:
-            if spec.stdin_data is not None:
-                stdin_file = tempfile.TemporaryFile()
-                stdin_file.write(spec.stdin_data)
-                stdin_file.seek(0)
-            try:
-                # Popen rather than the event loop's subprocess support: asyncio's wait() only returns once
-                # every pipe is closed, which a background child (`cmd &`) can delay forever.
-                process = subprocess.Popen(
-                    spec.argv,
-                    stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=cwd,
-                    env=env,
-                    start_new_session=True,
-                    pass_fds=spec.pass_fds,
-                )
-            except OSError as exc:
-                outcome.error = _spawn_error(exc, spec)
-                return outcome
-        finally:
-            if stdin_file is not None:
-                stdin_file.close()
-        group = _Group(process.pid, marker, self._owner)
-        _register(group)
+            process, group = _start(spec, self._owner, cwd_fd)
+        except OSError as exc:
+            outcome.error = _spawn_error(exc, spec)
+            return outcome
         outcome.pid = outcome.pgid = process.pid
         state = _State(started)
         pipes = [process.stdout, process.stderr]
@@ -431,8 +229,8 @@ class Runner:
         finally:
             with anyio.CancelScope(shield=True):
                 if not finished:  # cancelled (or a bug): no grace, kill the whole tree now
-                    _kill_group(group, signal.SIGKILL)
-                    _unregister(group.pgid)
+                    kill_group(group, signal.SIGKILL)
+                    unregister(group.pgid)
                     with anyio.move_on_after(5):
                         await _wait_exit(process)
                 for pipe in pipes:
@@ -446,14 +244,143 @@ class Runner:
             outcome.signal = -code
         else:
             outcome.exit_code = code
-        remaining = [p for p in _scan(group.pgid, marker) if p != process.pid]
+        remaining = [p for p in scan(group.pgid, group.marker) if p != process.pid]
         if remaining and spec.keep_background and outcome.stopped is None:
             outcome.background_pids = remaining
         else:
             if remaining:
-                _kill_group(group, signal.SIGKILL)
-            _unregister(group.pgid)
+                kill_group(group, signal.SIGKILL)
+            unregister(group.pgid)
         return outcome
+
+
+    def stream(
+        self,
+        spec: RunSpec,
+        *,
+        check: Callable[[], None] | None = None,
+        on_stderr: Callable[[bytes], None] | None = None,
+    ) -> Streamed:
+        """A run whose standard output is consumed as it arrives (`Streamed.chunks`), from synchronous code
+        in a worker thread. Its bounds are `spec.wall_timeout` and `spec.output_cap` (standard output only,
+        which is not kept); `check` is called while waiting and may raise (cancellation) to end the run;
+        `on_stderr` gets standard error chunk by chunk (its first `STREAM_STDERR_KEPT` bytes are kept)."""
+        return Streamed(spec, self._owner, check, on_stderr)
+
+
+class Streamed:
+    """One run of `Runner.stream`. `outcome` says how it ended: `exit_code` (or `signal`) once the program
+    closed its output and was reaped, `stopped` ("timeout", "output_cap") when a bound ended it."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        owner: int,
+        check: Callable[[], None] | None,
+        on_stderr: Callable[[bytes], None] | None,
+    ) -> None:
+        self.spec, self._owner, self._check, self._on_stderr = spec, owner, check, on_stderr
+        self.outcome = Outcome(list(spec.argv), Stream("stdout"), Stream("stderr"))
+
+    def chunks(self) -> Iterator[bytes]:
+        """Standard output as it arrives. The program starts with the iteration (OSError if it cannot), and
+        its group is killed and the leader reaped when the iteration ends, however it ends."""
+        started = time.monotonic()
+        process, group = _start(self.spec, self._owner, None)
+        self.outcome.pid = self.outcome.pgid = process.pid
+        try:
+            yield from self._read(process, started)
+        finally:
+            if process.poll() is None:
+                signal_group(group.pgid, signal.SIGKILL)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+            unregister(group.pgid)
+            self.outcome.seconds = time.monotonic() - started
+
+    def _read(self, process: subprocess.Popen, started: float) -> Iterator[bytes]:
+        spec, outcome, check = self.spec, self.outcome, self._check
+        assert process.stdout is not None and process.stderr is not None
+        out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+        out, err = outcome.stdout, outcome.stderr
+        deadline = started + spec.wall_timeout if spec.wall_timeout else None
+        open_fds = {out_fd, err_fd}
+        while open_fds:
+            if check is not None:
+                check()
+            wait = _STREAM_POLL
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    outcome.stopped = "timeout"
+                    return
+                wait = min(left, _STREAM_POLL)
+            ready, _, _ = select.select(list(open_fds), [], [], wait)
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    open_fds.discard(fd)
+                    continue
+                if fd == err_fd:
+                    err.received += len(chunk)
+                    if len(err.data) < STREAM_STDERR_KEPT:
+                        err.data += chunk[: STREAM_STDERR_KEPT - len(err.data)]
+                    if self._on_stderr is not None:
+                        self._on_stderr(chunk)
+                    continue
+                out.received += len(chunk)
+                if out.received > spec.output_cap:
+                    outcome.stopped = "output_cap"
+                    return
+                yield chunk
+        code = process.wait()
+        if code < 0:
+            outcome.signal = -code
+        else:
+            outcome.exit_code = code
+
+
+_STREAM_POLL = 0.1  # seconds between two calls of a streamed run's `check`
+
+
+def _start(spec: RunSpec, owner: int, cwd_fd: int | None) -> tuple[subprocess.Popen, Group]:
+    """Start `spec.argv` in a session (and process group) of its own, with a fresh marker in its environment,
+    and register the group for `owner`. OSError when it cannot be started. `cwd_fd`: see `Runner.run`."""
+    marker = secrets.token_hex(8)
+    env = dict(os.environ if spec.env is None else spec.env)
+    env[MARKER_VAR] = marker
+    cwd = spec.cwd
+    if cwd_fd is not None and os.path.isdir(f"/proc/self/fd/{cwd_fd}"):
+        cwd = f"/proc/self/fd/{cwd_fd}"
+    stdin_file = None
+    try:
+        if spec.stdin_data is not None:
+            stdin_file = tempfile.TemporaryFile()
+            stdin_file.write(spec.stdin_data)
+            stdin_file.seek(0)
+        # Popen rather than the event loop's subprocess support: asyncio's wait() only returns once every
+        # pipe is closed, which a background child (`cmd &`) can delay forever.
+        process = subprocess.Popen(
+            spec.argv,
+            stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            pass_fds=spec.pass_fds,
+        )
+    finally:
+        if stdin_file is not None:
+            stdin_file.close()
+    group = Group(process.pid, marker, owner)
+    register(group)
+    return process, group
 
 
 async def _wait_exit(process: subprocess.Popen) -> int:
@@ -514,7 +441,7 @@ class _State:
         self.last_output = self.started
 
 
-async def _watch(process: subprocess.Popen, group: _Group, spec: RunSpec, state: _State) -> None:
+async def _watch(process: subprocess.Popen, group: Group, spec: RunSpec, state: _State) -> None:
     """Enforce the bounds: when a timeout fires or the output cap is hit (the reader sets `stop`), SIGTERM
     the group, SIGKILL whatever is left after the grace period, and say so through `terminated`."""
     while state.stopped is None:
@@ -531,11 +458,11 @@ async def _watch(process: subprocess.Popen, group: _Group, spec: RunSpec, state:
         wait = min((when for when, _ in deadlines), default=now + 3600) - now
         with anyio.move_on_after(max(wait, 0.005)):
             await state.stop.wait()
-    _kill_group(group, signal.SIGTERM)
+    kill_group(group, signal.SIGTERM)
     with anyio.move_on_after(spec.kill_grace):
-        while process.poll() is None or _scan(group.pgid, group.marker):
+        while process.poll() is None or scan(group.pgid, group.marker):
             await anyio.sleep(0.02)
-    _kill_group(group, signal.SIGKILL)
+    kill_group(group, signal.SIGKILL)
     state.terminated.set()
 
 
@@ -592,105 +519,3 @@ def shorten(text: str, limit: int, *, saved_to: str | None = None) -> tuple[str,
     omitted = len(text) - head - tail
     where = f"; the full output is in {saved_to}" if saved_to else ""
     return f"{text[:head]}\n\n... {omitted:,} characters omitted{where} ...\n\n{text[-tail:]}", True
-
-
-# -- the bubblewrap sandbox ------------------------------------------------------------------------------
-
-
-# `bwrap_problem` and `bwrap_argv` live in bwrap.py with the rest of the sandbox; re-exported here.
-
-
-# -- settings shared by the shell tool and project-discovered tools ---------------------------------------
-
-DEFAULT_WALL_TIMEOUT = 600.0  # Gemini CLI's default MCP request timeout: a client has given up by then
-DEFAULT_INACTIVITY_TIMEOUT = 300.0  # Gemini CLI's tools.shell.inactivityTimeout
-
-
-@dataclass
-class ProcessSettings:
-    """The operator's process options (`--shell-timeout`, `--shell-env`, `--shell-sandbox`...)."""
-
-    wall_timeout: float | None = DEFAULT_WALL_TIMEOUT
-    inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT
-    passthrough: tuple[str, ...] = ()
-    sandbox: str | None = None
-    network: bool = True
-    output_cap: int = DEFAULT_OUTPUT_CAP
-
-    @classmethod
-    def from_config(cls, config) -> ProcessSettings:
-        def seconds(name: str, default: float) -> float | None:
-            value = config.opt(name, default)
-            return None if value is None or value <= 0 else float(value)
-
-        return cls(
-            wall_timeout=seconds("shell_timeout", DEFAULT_WALL_TIMEOUT),
-            inactivity_timeout=seconds("shell_inactivity_timeout", DEFAULT_INACTIVITY_TIMEOUT),
-            passthrough=tuple(config.opt("shell_env", None) or ()),
-            sandbox=config.opt("shell_sandbox", None),
-            network=not config.opt("shell_no_network", False),
-        )
-
-    def problem(self) -> str | None:
-        """A configuration error to report at start-up, or None."""
-        if not self.network and self.sandbox is None:
-            return "--shell-no-network needs --shell-sandbox bwrap (without a sandbox there is no way to cut the network)"
-        if self.sandbox == "bwrap":
-            return bwrap_problem()
-        return None
-
-    def spec(self, runner: Runner, argv: list[str], *, cwd: str, roots: list[str], **extra) -> RunSpec:
-        env = child_env(self.passthrough)
-        env["PWD"] = cwd
-        if self.sandbox == "bwrap":
-            sandboxed = prepare_sandbox(argv, scratch=runner.scratch_dir, cwd=cwd, roots=roots, network=self.network)
-            argv = sandboxed.argv
-            extra.update(pass_fds=sandboxed.pass_fds, on_exit=sandboxed.on_exit)
-            env["TMPDIR"] = "/tmp"
-        return RunSpec(
-            argv,
-            cwd=cwd,
-            env=env,
-            wall_timeout=self.wall_timeout,
-            inactivity_timeout=self.inactivity_timeout,
-            output_cap=self.output_cap,
-            **extra,
-        )
-
-
-def startup_error(message: str) -> SystemExit:
-    """A configuration problem found while building the tools: say it on stderr and exit with status 2."""
-    import sys
-
-    sys.stderr.write(f"coretools-mcp: error: {message}\n")
-    return SystemExit(2)
-
-
-def signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return "unknown signal"
-
-
-def stop_message(outcome: Outcome, cap: int) -> str | None:
-    """Why a run failed at the process level (not a non-zero exit), with what to do about it; or None."""
-    if outcome.error:
-        return f"{outcome.error}. Check that the program is installed and the directory exists."
-    how = "its process group was sent SIGTERM, then SIGKILL"
-    if outcome.stopped == "timeout":
-        return (
-            f"Command was stopped after {outcome.seconds:.1f} s, the wall-clock limit (--shell-timeout); {how}. "
-            "Run long jobs in the background with output to a file (`cmd > log 2>&1 &`) and check on them later."
-        )
-    if outcome.stopped == "inactivity":
-        return (
-            f"Command was stopped because it printed nothing for too long (--shell-inactivity-timeout); {how}. "
-            "If it was waiting for input, pass non-interactive flags; stdin is not a terminal."
-        )
-    if outcome.stopped == "output_cap":
-        return (
-            f"Command was stopped because its output exceeded {cap:,} bytes; {how}. Redirect large output to a "
-            "file and read parts of it (head, tail, grep)."
-        )
-    return None

@@ -25,7 +25,8 @@ from typing import Any
 
 from coretools.errors import ConfigurationError, ErrorKind, ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.sandbox.runner import Runner, run_blocking, signal_name, stop_message
+from coretools.sandbox.process_settings import signal_name, stop_message
+from coretools.sandbox.runner import Runner, run_blocking
 from coretools.tools.process_options import ProcessOptions
 
 logger = logging.getLogger("coretools")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coretools.sandbox.runner import DEFAULT_INACTIVITY_TIMEOUT, DEFAULT_WALL_TIMEOUT, ProcessSettings
+from coretools.sandbox.process_settings import DEFAULT_INACTIVITY_TIMEOUT, DEFAULT_WALL_TIMEOUT, ProcessSettings
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The process rules (own process group, stdin from /dev/null, scrubbed environment, timeouts, output cap,
 kill and reap, registry of what is left running) are in `sandbox/runner.py`; the allow/deny lists in
-`shell_policy.py`, with the argument policy of programs that can run programs in `exec_policy.py`. Under an
+`shell_policy.py`, with the argument policy of programs that can run programs in `exec_policy`. Under an
 allowlist the command's environment is hardened (`hardened_env.py`: git ignores system and global
 configuration, hooks, fsmonitor, pagers and local transports). This module checks the call, picks the
 directory and formats what the model reads.
@@ -25,16 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from coretools.errors import ConfigurationError, ErrorKind, ToolError
-from coretools.sandbox.hardened_env import for_allowlist
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.sandbox.runner import (
+from coretools.sandbox.process_settings import (
     DEFAULT_INACTIVITY_TIMEOUT,
     DEFAULT_WALL_TIMEOUT,
-    Outcome,
-    Runner,
     signal_name,
     stop_message,
 )
+from coretools.sandbox.runner import Outcome, Runner
 from coretools.sandbox.exec_policy import runs_programs
 from coretools.sandbox.shell_policy import Refused, ShellPolicy
 from coretools.tools.process_options import ProcessOptions
@@ -224,8 +222,9 @@ class RunShellCommand(Tool):
             root_path = ws.roots[node.root].path
             cwd = os.path.join(root_path, node.rel) if node.rel else root_path
             roots = [r.path for r in ws.roots]
-            with for_allowlist(bool(self.policy.allow)):
-                spec = self.settings.spec(self.runner, ["bash", "-c", command], cwd=cwd, roots=roots)
+            spec = self.settings.spec(
+                self.runner, ["bash", "-c", command], cwd=cwd, roots=roots, hardened=bool(self.policy.allow)
+            )
             sent = 0
 
             async def live(text: str) -> None:

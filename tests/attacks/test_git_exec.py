@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 from coretools.sandbox import hardened_env
-from coretools.sandbox.hardened_env import for_allowlist, harden, neutralise
+from coretools.sandbox.hardened_env import neutralise
+from coretools.sandbox.process_settings import ProcessSettings, child_env
+from coretools.sandbox.runner import Runner
 from support import call_tool, text_of
 
 pytestmark = pytest.mark.anyio
@@ -319,14 +321,14 @@ def test_neutralise_is_idempotent() -> None:
     assert neutralise(dict(once)) == once
 
 
-def test_harden_applies_only_under_an_allowlist() -> None:
+def test_the_environment_is_hardened_only_when_the_run_asks() -> None:
     env = {"PATH": "/usr/bin", "GIT_DIR": "x", "GIT_AUTHOR_NAME": "a"}
-    assert harden(dict(env)) == env
-    with for_allowlist():
-        assert harden(dict(env)) == neutralise(dict(env))
-        with for_allowlist(False):
-            assert harden(dict(env)) == env
-    assert harden(dict(env)) == env
+    plain = child_env(base=env)
+    assert plain["GIT_DIR"] == "x" and "GIT_CONFIG_COUNT" not in plain
+    assert child_env(base=env, hardened=True) == neutralise(dict(plain))
+    runner, settings = Runner("test"), ProcessSettings()
+    assert "GIT_CONFIG_COUNT" in settings.spec(runner, ["true"], cwd="/", roots=["/"], hardened=True).env
+    assert "GIT_CONFIG_COUNT" not in settings.spec(runner, ["true"], cwd="/", roots=["/"]).env
 
 
 async def test_without_an_allowlist_the_environment_is_the_operators(repo: Path, marker: Path, identity: None) -> None:

@@ -399,7 +399,7 @@ async def test_one_start_up_warning_when_allowed_programs_can_run_programs(root,
         assert warnings_for("--allow-command", "ls", "--allow-command", "cat") == []
         assert warnings_for("--deny-command", "rm") == []
         assert warnings_for() == []
-        from coretools.sandbox.runner import bwrap_problem
+        from coretools.sandbox.bwrap import bwrap_problem
 
         if bwrap_problem() is None:
             assert warnings_for("--allow-command", "git", "--shell-sandbox", "bwrap") == []

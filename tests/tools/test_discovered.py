@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coretools.tools.discovered import schema_problems
-from coretools.sandbox.runner import is_alive
+from coretools.sandbox.process_groups import is_alive
 from tests.conftest import call_tool, connect, make_config, text_of
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coretools.sandbox.runner import Runner, RunSpec, _scan, bwrap_problem, is_alive
+from coretools.sandbox.bwrap import bwrap_problem
+from coretools.sandbox.process_groups import is_alive, scan
+from coretools.sandbox.runner import Runner, RunSpec
 from tests.conftest import REPO, call_tool, connect, make_config, stdio_params, text_of
 
 pytestmark = pytest.mark.anyio
@@ -136,7 +138,7 @@ async def test_wall_clock_timeout_kills_and_reaps_the_group(root: Path) -> None:
     child = int(s["stdout"])
     assert s["signal"] == signal.SIGTERM
     assert not is_alive(child) and not is_alive(s["pgid"])
-    assert _scan(s["pgid"], None) == []  # no live member of the group is left (PID 1 reaps orphans lazily here)
+    assert scan(s["pgid"], None) == []  # no live member of the group is left (PID 1 reaps orphans lazily here)
 
 
 async def test_inactivity_timeout_escalates_to_sigkill(root: Path) -> None:
