@@ -19,7 +19,7 @@ over stdio with the official MCP client and times, in the same run and on the sa
   microsecond apart (0: all recent, sorted by time; 48: none recent, sorted by path); with
   `--equal-mtimes` all to one instant, so every tie is ordered too (the costliest case).
 
-Each figure is the median of --runs runs after one warm-up, ours and the baseline alternating. It then times `Workspace.walk` over a
+Each figure is the median of --runs runs after one warm-up, ours and the baseline alternating. It then times `walk.walk` over a
 --walk-files tree (every entry judged by the ignore engine, `coretools.sandbox`), and the rg enumerator
 behind glob/read_many_files (`walk.walk_files`), with `rg --files` as the reference.
 Prints tables; ratios are against the baseline measured in the same run.
@@ -264,8 +264,9 @@ def bench_scales(scales: list[int], runs: int, mtime_age: float | None, equal: b
 
 def bench_walk(files: int, runs: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    from coretools.sandbox.ignore import IgnoreOptions
+    from coretools.sandbox import walk as walking
     from coretools.sandbox.gateway import Workspace
+    from coretools.sandbox.ignore import IgnoreOptions
 
     root = CORPUS / f"walk{files}"
     if not (root / ".complete").exists():
@@ -289,7 +290,7 @@ def bench_walk(files: int, runs: int) -> None:
     loc = ws.locate(str(root))
 
     def walk() -> int:
-        return sum(1 for _ in ws.walk(loc, IgnoreOptions()))
+        return sum(1 for _ in walking.walk(ws, loc, IgnoreOptions()))
 
     fast = timed(walk, runs)
     count = walk()
@@ -310,8 +311,8 @@ def bench_walk(files: int, runs: int) -> None:
     listed = enumerate_files()
     rg = timed(lambda: bare_rg(root, ["--files", "--hidden", "--no-require-git", "-g", "!.git", "."]), runs)
     print()
-    print(f"Workspace.walk over {files} files ({count} visible), median of {runs}:")
-    print(f"  {'Workspace.walk':<44} {fast * 1000:>8.1f} ms  {fast / rg:>5.1f}x rg --files")
+    print(f"walk.walk over {files} files ({count} visible), median of {runs}:")
+    print(f"  {'walk.walk (descriptor walk)':<44} {fast * 1000:>8.1f} ms  {fast / rg:>5.1f}x rg --files")
     print(f"  {f'walk.walk_files (rg enumerator, {listed} files)':<44} {enum * 1000:>8.1f} ms  {enum / rg:>5.1f}x rg --files")
     print(f"  {'rg --files (reference)':<44} {rg * 1000:>8.1f} ms")
 

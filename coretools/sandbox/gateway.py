@@ -1,10 +1,11 @@
 """The workspace gateway: the roots and the only way any tool touches a user path.
 
 Tools never open user paths themselves. They ask the workspace to `locate` a path argument (string checks
-and root selection, no I/O) and then to open, list, walk or write it. Every one of those goes through
-`kernel.open_beneath` relative to a descriptor of the root, so a path that resolves outside every root
-(`..`, an escaping symlink, a sibling directory sharing a prefix) cannot be opened, even if the tree is
-changed between a check and a use: the check *is* the open, and tools work on the descriptor it returns.
+and root selection, no I/O) and then to open, list or write it; `walk.walk` walks below a directory the
+workspace opened. Every one of those goes through `kernel.open_beneath` relative to a descriptor of the
+root, so a path that resolves outside every root (`..`, an escaping symlink, a sibling directory sharing a
+prefix) cannot be opened, even if the tree is changed between a check and a use: the check *is* the open,
+and tools work on the descriptor it returns.
 Writes are in `writes.py`, mixed into the same class.
 """
 
@@ -46,11 +47,10 @@ from coretools.sandbox.paths import (
     Node,
     Root,
     RootError,
-    WalkBounds,
-    WalkReport,
     dir_entry,
     kind_name,
     protected_reason,
+    scan_dir,
     strip_prefix,
     within,
 )
@@ -336,10 +336,6 @@ class Workspace(Writes):
         fd, root = self._open(loc, flags, follow=follow)
         return self._node(fd, root, loc.rel, exempt=exempt)
 
-    def stat(self, loc: Location) -> os.stat_result:
-        with self.open_node(loc) as node:
-            return node.st
-
     def exists(self, loc: Location) -> bool:
         try:
             with self.open_node(loc):
@@ -438,7 +434,7 @@ class Workspace(Writes):
     def list_dir(self, loc: Location) -> tuple[Node, list[DirEntry]]:
         """Entries of a directory, symlinks not followed (their kind is "symlink")."""
         with self.open_dir(loc) as (node, fd):
-            entries = [dir_entry(e, node.rel) for e in _scandir(fd)]
+            entries = [dir_entry(e, node.rel) for e in scan_dir(fd)]
             return node, entries
 
     def ignore_rules(self, root: int, options: IgnoreOptions) -> IgnoreRules:
@@ -482,82 +478,6 @@ class Workspace(Writes):
                 return False
         return self.ignore_rules(node_root, options).ignored(rel, is_dir)
 
-    def walk(
-        self,
-        loc: Location,
-        options: IgnoreOptions,
-        *,
-        bounds: WalkBounds | None = None,
-        report: WalkReport | None = None,
-        include_dirs: bool = False,
-        cancelled: object = None,
-    ) -> Iterator[DirEntry]:
-        """Yield the files below `loc` (depth first, names sorted), pruning ignored directories and never
-        following symlinks. `cancelled`, if given, is called between directories and may raise."""
-        bounds = bounds or WalkBounds()
-        report = report if report is not None else WalkReport()
-        check = cancelled if callable(cancelled) else None
-        with self.open_dir(loc) as (node, top_fd):
-            rules = self.ignore_rules(node.root, options)
-            stack: list[tuple[int, str, int]] = [(os.dup(top_fd), node.rel, 0)]
-            count = 0
-            try:
-                while stack:
-                    dir_fd, dir_rel, depth = stack.pop()
-                    try:
-                        if check is not None:
-                            check()
-                        try:
-                            raw = sorted(_scandir(dir_fd), key=lambda e: e.name)
-                        except OSError:
-                            report.unreadable += 1
-                            continue
-                        subdirs: list[tuple[str, str]] = []
-                        for item in raw:
-                            entry = dir_entry(item, dir_rel)
-                            if entry.kind == "symlink":
-                                report.symlinks_skipped += 1
-                                continue
-                            if entry.kind not in ("dir", "file"):
-                                continue
-                            is_dir = entry.kind == "dir"
-                            # parents are visible (pruned otherwise), so the name alone decides
-                            if not self.allow_protected and protected_reason(entry.name):
-                                report.ignored += 1
-                                continue
-                            if rules.active and rules.decide(entry.rel, is_dir):
-                                report.ignored += 1
-                                continue
-                            count += 1
-                            if count > bounds.max_entries:
-                                report.truncated = f"stopped after {bounds.max_entries} entries"
-                                return
-                            if is_dir:
-                                if include_dirs:
-                                    yield entry
-                                if depth + 1 >= bounds.max_depth:
-                                    report.truncated = f"did not descend below depth {bounds.max_depth}"
-                                    continue
-                                subdirs.append((entry.name, entry.rel))
-                            else:
-                                yield entry
-                        for name, rel in reversed(subdirs):
-                            try:
-                                sub = os.open(
-                                    name,
-                                    os.O_RDONLY | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC,
-                                    dir_fd=dir_fd,
-                                )
-                            except OSError:
-                                report.unreadable += 1
-                                continue
-                            stack.append((sub, rel, depth + 1))
-                    finally:
-                        os.close(dir_fd)
-            finally:
-                for fd, _, _ in stack:
-                    os.close(fd)
-
     # -- paths another program reported (ripgrep enumerates, the gateway checks) -------------------------
 
     def no_follow(self, root: int) -> NoFollowView:
@@ -578,11 +498,6 @@ def _close_all(fds: list[int]) -> None:
             os.close(fds.pop())
         except OSError:
             pass
-
-def _scandir(fd: int) -> list[os.DirEntry]:
-    # os.scandir(fd) works on a duplicate it closes itself, so ours stays valid.
-    with os.scandir(fd) as it:
-        return list(it)
 
 def _reader(fd: int) -> io.BufferedReader:
     # An explicit buffer size: with the default, `open` asks the descriptor whether it is a terminal (one

@@ -10,12 +10,14 @@ Paths are given to RE2 as UTF-8 with lone surrogates (the undecodable bytes of a
 A glob with an extglob negation `!(...)` runs on `SegmentGlob`: an automaton over the path's segments
 (`**` may take any number of them) whose steps are RE2 matches of one segment, the negated part matched
 then excluded.
+
+`globmatch` (a path) and `name_matches` (a bare name) are the cached ways the tools match Gemini globs.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from coretools.sandbox import casefold
 from coretools.sandbox.patterns.gitignore import parse_gitignore
@@ -324,3 +326,25 @@ def _has_mark(node: Node) -> bool:
     if isinstance(node, Repeat):
         return _has_mark(node.item)
     return False
+
+
+def globmatch(rel: str, patterns: str | list[str], case_sensitive: bool = False) -> bool:
+    """Glob matching of a relative path: `**` (globstar), braces, extglob, dot files, `!` negation (the
+    pattern engine, `coretools.sandbox`: linear in the path's length)."""
+    key = patterns if isinstance(patterns, str) else tuple(patterns)
+    return _matcher(key, case_sensitive)(rel)
+
+
+@functools.lru_cache(maxsize=256)
+def _matcher(patterns: str | tuple[str, ...], case_sensitive: bool) -> Callable[[str], bool]:
+    return GlobSet.of([patterns] if isinstance(patterns, str) else patterns, not case_sensitive)
+
+
+def name_matches(name: str, patterns: list[str]) -> bool:
+    """Match a bare file name against glob patterns (braces and extglob, dot files included)."""
+    return _name_matcher(tuple(patterns))(name)
+
+
+@functools.lru_cache(maxsize=256)
+def _name_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    return GlobSet.of(patterns, False, paths=False, negate=False)

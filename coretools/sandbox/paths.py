@@ -151,6 +151,12 @@ def dir_entry(item: os.DirEntry, parent_rel: str) -> DirEntry:
         kind = "other"
     return DirEntry(item.name, rel, kind, st.st_size if kind == "file" else 0, st.st_mtime)
 
+def scan_dir(fd: int) -> list[os.DirEntry]:
+    """The entries of the directory open at `fd` (os.scandir works on a duplicate it closes itself, so `fd`
+    stays valid)."""
+    with os.scandir(fd) as it:
+        return list(it)
+
 def kind_name(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO"

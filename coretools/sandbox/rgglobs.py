@@ -7,14 +7,18 @@ get right is the meaning.
 * `include_flags`: search_file_content's `include` as rg flags.
 * `name_glob`: a plain file name pattern (text and `*`) as a globset glob that accepts exactly the names
   our case-insensitive matching accepts (letters become classes of Python's case pairs).
+* `name_filter`: the name part of a glob as such `--glob`s, with the test of rg's raw paths that decides
+  where they only approximate it (glob's fast walk, `walk.find_files`).
 """
 
 from __future__ import annotations
 
 import functools
+import re
+from dataclasses import dataclass
 
 from coretools.sandbox import casefold
-from coretools.sandbox.matcher import NodeMatcher
+from coretools.sandbox.matcher import GlobSet, NodeMatcher
 from coretools.sandbox.patterns.gitignore import gitignore_segment
 from coretools.sandbox.patterns.tree import PatternError
 
@@ -107,3 +111,63 @@ def name_glob(text: str, case_sensitive: bool) -> str:
         else:
             out.append("{" + ",".join(same) + "}")
     return "".join(out)
+
+
+class RawPathTest:
+    """A test of rg's raw paths (`./a/b.py`, relative to the walked directory) by a glob (the whole path) or
+    by the name part of one (its last component): `search(raw)` is true-ish when it matches."""
+
+    def __init__(self, pattern: str, case_sensitive: bool, whole: bool, top: bool) -> None:
+        self._test = GlobSet.of([pattern], not case_sensitive, paths=whole, negate=False)
+        self._whole, self._top = whole, top
+
+    def search(self, raw: bytes) -> bool | None:
+        rel = raw[2:].decode("utf-8", "surrogateescape")
+        if self._top and "/" in rel:
+            return None
+        return self._test(rel if self._whole else rel.rpartition("/")[2]) or None
+
+
+@dataclass(frozen=True)
+class NameFilter:
+    """A test of rg's raw paths (`./a/b.py`) that accepts every path a glob matches; `exact`: only those.
+    `globs`: file-name globs for rg (globset syntax: text, `*` and classes of a letter's case pairs such as
+    `[sSſ]`; braces expanded) that together accept at least the names `regex` does; `top`: only files
+    directly in the walked directory can match."""
+
+    regex: RawPathTest
+    exact: bool
+    globs: tuple[str, ...] = ("*",)
+    top: bool = False
+    names: tuple[str, ...] = ()  # the name part of the pattern, braces expanded (text and `*`)
+    globs_exact: bool = False  # `globs` (with `top`: at depth 1) accept exactly the paths `regex` does
+
+
+_PLAIN = r"[A-Za-z0-9._\- ]"
+# `*` may not stand inside a `{a,b}` list: `*{*,x}` expands to a globstar.
+_NAME_GLOB = re.compile(rf"[A-Za-z0-9._\- *]*(?:\{{{_PLAIN}+(?:,{_PLAIN}+)+\}}[A-Za-z0-9._\- *]*)*")
+
+
+def name_filter(pattern: str, case_sensitive: bool) -> NameFilter | None:
+    """A `NameFilter` for a glob relative to the walked directory (as `globmatch` reads it), or None. Only a
+    last component made of plain ASCII characters, `*` and flat `{a,b}` lists of plain words qualifies; it is
+    exact for `**/<name>` and for a top-level `<name>`, and a superset (the file name only) otherwise."""
+    if pattern.startswith("**/") and "/" not in pattern[3:]:
+        name, exact, top = pattern[3:], True, False
+    elif "/" not in pattern:
+        name, exact, top = pattern, True, True
+    else:
+        name, exact, top = pattern.rpartition("/")[2], False, False
+    if not name or "**" in name or _NAME_GLOB.fullmatch(name) is None or name.strip("*") == "":
+        return None
+    expanded, cut = [""], False
+    for token in re.findall(r"\{[^{}]*\}|.", name):
+        alts = token[1:-1].split(",") if len(token) > 1 else [token]
+        if len(expanded) * len(alts) <= 64:
+            expanded = [done + alt for done in expanded for alt in alts]
+        else:  # too many: `*` stands for what came so far (a superset)
+            expanded, cut = ["*"], True
+    names = tuple(dict.fromkeys(re.sub(r"\*+", "*", n) for n in expanded))  # (globset refuses `**` in a name)
+    globs = tuple(dict.fromkeys(name_glob(n, case_sensitive) for n in names))
+    test = RawPathTest(pattern if exact else name, case_sensitive, whole=exact, top=top)
+    return NameFilter(test, exact, globs, top=top, names=names, globs_exact=exact and not cut)

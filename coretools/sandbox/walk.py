@@ -1,19 +1,22 @@
-"""Walks shared by the tools that enumerate files (glob, read_many_files): where to start, how to match
-glob patterns, and progress and cancellation while a large tree is walked in a worker thread.
+"""The walker: the one way the tools enumerate the files below a directory (glob, read_many_files,
+search_file_content's Python engine and its rg fallback), with progress and cancellation checks when
+they walk a large tree in a worker thread.
 
-The files below a directory come from `rg --files` run with the very rules the ripgrep search uses
-(`ripgrep.rg_rules`), when the binary runs and the rules can be expressed, else from `Workspace.walk`.
-rg only names files; nothing is shown on its word alone: each path is re-checked (`ripgrep.Recheck`:
-protected names, and the ignore sources rg could judge differently) and the chosen ones are stat'ed through
-the gateway (`NoFollowView.lstat_many`: beneath the root's descriptor, no symlink followed), which drops
-anything that is not a regular file inside the root any more. The stats overlap with rg's walk: each batch
-rg prints is stat'ed while it goes on listing.
+`walk` is the descriptor walk: each directory opened beneath its parent's descriptor, no symlink followed,
+ignored directories pruned, every entry judged by the ignore engine. `walk_files` and `find_files` take the
+files below a directory from `rg --files` run with the very rules the ripgrep search uses
+(`ripgrep.rg_rules`) when the binary runs and the rules can be expressed, else from `walk`. rg only names
+files; nothing is shown on its word alone: each path is re-checked (`ripgrep.Recheck`: protected names, and
+the ignore sources rg could judge differently) and the chosen ones are stat'ed through the gateway
+(`NoFollowView.lstat_many`: beneath the root's descriptor, no symlink followed), which drops anything that
+is not a regular file inside the root any more. The stats overlap with rg's walk: each batch rg prints is
+stat'ed while it goes on listing.
 
 What the rules left out is counted only on request (`count_ignored`, read_many_files' "N file(s) ignored"):
 rg then logs every entry it skips (`--debug`, costly per line) and cannot filter by name. Without it (glob),
 rg is given the file-name part of the pattern as `--glob`s, so it neither matches ignore rules against nor
 prints the files that cannot match. A `--glob` beats ignore rules in rg, so the files it lets through are
-judged by our rules afterwards, where a rule could hide them at all (`_GlobRun`).
+judged by our rules afterwards, where a rule could hide them at all (`glob_run.GlobRun`).
 
 `find_files` gives what it found as a `FileTable` (columns, not an object per file) to callers that sort
 and count big results (glob); `walk_files` yields `DirEntry`s in the walk's order.
@@ -25,7 +28,6 @@ import functools
 import itertools
 import operator
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,12 +37,21 @@ import anyio
 import anyio.from_thread
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.matcher import GlobSet
-from coretools.sandbox.rgglobs import name_glob
-from coretools.sandbox.ignore import DEFAULT_EXCLUDES, GEMINIIGNORE, GIT_INFO_EXCLUDE, GITIGNORE, IgnoreOptions
+from coretools.sandbox import kernel, ripgrep
 from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.glob_run import GlobRun
+from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.nofollow import NoFollowView
-from coretools.sandbox.paths import DirEntry, Location, WalkBounds, WalkReport
+from coretools.sandbox.paths import (
+    DirEntry,
+    Location,
+    WalkBounds,
+    WalkReport,
+    dir_entry,
+    protected_reason,
+    scan_dir,
+)
+from coretools.sandbox.rgglobs import NameFilter
 
 PROGRESS_EVERY = 2000
 RG_WALK_TIMEOUT = 600.0
@@ -50,40 +61,6 @@ class Reporter(Protocol):
     """Where a long walk reports progress (a tool's context)."""
 
     async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None: ...
-
-
-def globmatch(rel: str, patterns: str | list[str], case_sensitive: bool = False) -> bool:
-    """Glob matching of a relative path: `**` (globstar), braces, extglob, dot files, `!` negation (the
-    pattern engine, `coretools.sandbox`: linear in the path's length)."""
-    key = patterns if isinstance(patterns, str) else tuple(patterns)
-    return _matcher(key, case_sensitive)(rel)
-
-
-@functools.lru_cache(maxsize=256)
-def _matcher(patterns: str | tuple[str, ...], case_sensitive: bool) -> Callable[[str], bool]:
-    return GlobSet.of([patterns] if isinstance(patterns, str) else patterns, not case_sensitive)
-
-
-def glob_escape(pattern: str) -> str:
-    """`pattern` with every glob character escaped, so that it matches itself only."""
-    return "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in pattern)
-
-
-_GLOB_CHARS = frozenset("*?[]{}()!@+|\\")
-
-
-def name_matches(name: str, patterns: list[str]) -> bool:
-    """Match a bare file name against glob patterns (braces and extglob, dot files included)."""
-    return _name_matcher(tuple(patterns))(name)
-
-
-@functools.lru_cache(maxsize=256)
-def _name_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
-    return GlobSet.of(patterns, False, paths=False, negate=False)
-
-
-def has_magic(pattern: str) -> bool:
-    return any(ch in pattern for ch in "*?[]{}!@+()")
 
 
 @dataclass
@@ -105,14 +82,83 @@ def search_scopes(ws: Workspace, path: str | None) -> list[Scope]:
         return [Scope(Location(node.root, node.rel, node.path), node.path)]
 
 
-def split_literal_prefix(pattern: str) -> tuple[str, str]:
-    """`src/app/**/*.py` -> (`src/app`, `**/*.py`): the leading components without glob magic, so a walk can
-    start there instead of at the top."""
-    parts = pattern.split("/")
-    literal: list[str] = []
-    while len(parts) > 1 and parts[0] and not has_magic(parts[0]) and parts[0] not in (".", ".."):
-        literal.append(parts.pop(0))
-    return "/".join(literal), "/".join(parts)
+def walk(
+    ws: Workspace,
+    loc: Location,
+    options: IgnoreOptions,
+    *,
+    bounds: WalkBounds | None = None,
+    report: WalkReport | None = None,
+    include_dirs: bool = False,
+    cancelled: Callable[[], None] | None = None,
+) -> Iterator[DirEntry]:
+    """The files below the directory `loc` (and, `include_dirs`, the directories), depth first, names
+    sorted, a directory's files before its subdirectories; ignored directories pruned, symlinks never
+    followed. Each directory is opened relative to its parent's descriptor with O_NOFOLLOW, so a directory
+    swapped for a link after it was listed is not entered. `cancelled`, if given, is called between
+    directories and may raise."""
+    bounds = bounds or WalkBounds()
+    report = report if report is not None else WalkReport()
+    with ws.open_dir(loc) as (node, top_fd):
+        rules = ws.ignore_rules(node.root, options)
+        stack: list[tuple[int, str, int]] = [(os.dup(top_fd), node.rel, 0)]
+        count = 0
+        try:
+            while stack:
+                dir_fd, dir_rel, depth = stack.pop()
+                try:
+                    if cancelled is not None:
+                        cancelled()
+                    try:
+                        raw = sorted(scan_dir(dir_fd), key=lambda e: e.name)
+                    except OSError:
+                        report.unreadable += 1
+                        continue
+                    subdirs: list[tuple[str, str]] = []
+                    for item in raw:
+                        entry = dir_entry(item, dir_rel)
+                        if entry.kind == "symlink":
+                            report.symlinks_skipped += 1
+                            continue
+                        if entry.kind not in ("dir", "file"):
+                            continue
+                        is_dir = entry.kind == "dir"
+                        # parents are visible (pruned otherwise), so the name alone decides
+                        if not ws.allow_protected and protected_reason(entry.name):
+                            report.ignored += 1
+                            continue
+                        if rules.active and rules.decide(entry.rel, is_dir):
+                            report.ignored += 1
+                            continue
+                        count += 1
+                        if count > bounds.max_entries:
+                            report.truncated = f"stopped after {bounds.max_entries} entries"
+                            return
+                        if is_dir:
+                            if include_dirs:
+                                yield entry
+                            if depth + 1 >= bounds.max_depth:
+                                report.truncated = f"did not descend below depth {bounds.max_depth}"
+                                continue
+                            subdirs.append((entry.name, entry.rel))
+                        else:
+                            yield entry
+                    for name, rel in reversed(subdirs):
+                        try:
+                            sub = os.open(
+                                name,
+                                os.O_RDONLY | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC,
+                                dir_fd=dir_fd,
+                            )
+                        except OSError:
+                            report.unreadable += 1
+                            continue
+                        stack.append((sub, rel, depth + 1))
+                finally:
+                    os.close(dir_fd)
+        finally:
+            for fd, _, _ in stack:
+                os.close(fd)
 
 
 def walk_files(
@@ -302,7 +348,7 @@ def _walked(
 ) -> Iterator[DirEntry]:
     """The Python walk's files (when rg cannot be used), with progress and cancellation."""
     count = 0
-    for entry in ws.walk(loc, options, bounds=bounds, report=report, cancelled=anyio.from_thread.check_cancelled):
+    for entry in walk(ws, loc, options, bounds=bounds, report=report, cancelled=anyio.from_thread.check_cancelled):
         count += 1
         if ctx is not None and count % PROGRESS_EVERY == 0:
             _progress(ctx, count, f"walked {count} files")
@@ -311,7 +357,7 @@ def _walked(
 
 
 def walk_order(rel: str) -> str:
-    """A sort key that puts root-relative file paths in `Workspace.walk`'s order: in each directory its
+    """A sort key that puts root-relative file paths in `walk`'s order: in each directory its
     files (by name) come before its subdirectories (by name). NUL and SOH sort below every name character."""
     head, _, name = rel.rpartition("/")
     return ("\x01" + head.replace("/", "\x00\x01") + "\x00\x00" if head else "\x00") + name
@@ -336,11 +382,9 @@ def rg_files(
     With `count_ignored`, `report.ignored` counts what the rules left out as the walk would (an ignored
     directory once): rg logs each entry it skips at --debug level, and the re-check counts what it drops.
     rg is then not given `names`: every file it skipped for its name would cost a debug line, far more than
-    the test here. Without it, rg gets `names.globs` as `--glob`s (see `_GlobRun`), so it neither matches
+    the test here. Without it, rg gets `names.globs` as `--glob`s (see `GlobRun`), so it neither matches
     ignore rules against nor prints the files that cannot match; `names.regex` still decides where rg's
     globs are a superset (case folding, see `NameFilter.globs_exact`)."""
-    from coretools.sandbox import ripgrep
-
     binary = ripgrep.find_rg()
     if binary is None:
         return None
@@ -350,7 +394,7 @@ def rg_files(
             return None
         depth, extra, by_name = bounds.max_depth, [], None
         if names is not None and not count_ignored:
-            by_name = _GlobRun(ws, node.root, node.rel, options, names, rules.recheck_options(options))
+            by_name = GlobRun(ws, node.root, node.rel, options, names, rules.recheck_options(options))
             extra += by_name.flags()
             depth = min(depth, 1) if names.top else depth
             recheck = by_name.recheck
@@ -396,12 +440,12 @@ def rg_files(
 
 
 def _judged(
-    batch: list[bytes], wanted: Callable[[bytes], object] | None, recheck, by_name: _GlobRun | None
+    batch: list[bytes], wanted: Callable[[bytes], object] | None, recheck, by_name: GlobRun | None
 ) -> list[str]:
     """The paths of a batch (rg's, `./a/b`) that `wanted` and the re-check let through, base-relative. The
-    re-check is skipped for a batch in which it cannot hide anything (see `_GlobRun.plain`, `_plain`)."""
+    re-check is skipped for a batch in which it cannot hide anything (see `GlobRun.plain`, `_plain`)."""
     joined = b"\0".join(batch)
-    if by_name is not None and _GITIGNORE_TAIL in joined:
+    if by_name is not None:
         batch, joined = by_name.note_ignore_files(batch, joined)
     if wanted is not None:
         batch = list(filter(wanted, batch))
@@ -416,146 +460,6 @@ def _plain(recheck, joined: bytes) -> bool:
     nothing but protected names and no component starts with a dot (as every protected spelling does): a
     scan of the batch in C instead of a test per path."""
     return recheck.rules is None and b"/." not in joined
-
-
-class _GlobRun:
-    """What an `rg --files` run given the name part of a glob as `--glob`s asks of the re-check. Such an
-    override glob lets what it matches past every ignore rule: rg matches no ignore rule against a file
-    (about a quarter faster than with a file type, which rg applies after the rules), and it descends into
-    an ignored directory whose own name matches. So, beyond the usual re-check (`recheck_options`; None:
-    protected names only):
-
-    * a directory whose name one of the globs matches is judged by all the rules, as it comes;
-    * a listed file is judged by all the rules once rg is done (`judge_files`), and only where a rule could
-      hide it by its own name: below a directory with such a rule (`ripgrep.NameRules`), and when its name
-      is one such a rule could match (`ripgrep.file_name_test`); in a source tree, hardly anywhere. rg
-      itself says which directories have a `.gitignore` (it is given `--glob .gitignore` too, and lists
-      them), instead of a stat of each directory; as it may list one after the files it governs, files are
-      judged at the end, and dropped from the sink then."""
-
-    def __init__(
-        self, ws: Workspace, root: int, base: str, options: IgnoreOptions, names: NameFilter,
-        recheck_options: IgnoreOptions | None,
-    ) -> None:
-        from coretools.sandbox import ripgrep
-
-        self._ws, self._root, self._base, self._options, self._names = ws, root, base, options, names
-        self.globs = list(names.globs) + ([GITIGNORE] if options.git else [])
-        self._every = ws.ignore_rules(root, options)
-        self._usual = ws.ignore_rules(root, recheck_options) if recheck_options is not None else None
-        # the names the globs stand for, case ignored (a superset is safe: such a directory is judged by
-        # every rule, which agrees with rg's verdict wherever rg applied the rules itself)
-        self._let_in = GlobSet.of([*names.names, GITIGNORE], True, paths=False, negate=False)
-        self._dir_tails = _dir_tails([glob for glob in self.globs if glob != GITIGNORE])
-        # files are never judged by rules here (see judge_files): `files` says no directory needs it
-        self.recheck = ripgrep.Recheck(
-            _DirRules(self._every, self._usual, self._let_in), base, ws.allow_protected, files=lambda _dir: False
-        )
-        self._ignore_dirs: set[str] = set()  # root-relative directories below `base` rg listed a .gitignore in
-
-    def flags(self) -> list[str]:
-        return [arg for glob in self.globs for arg in ("--glob", glob)]
-
-    def plain(self, joined: bytes) -> bool:
-        """Does no path of a batch (rg's paths joined by NULs) need the re-check? So when only protected
-        names (all with a leading dot) and directories the globs let in can be hidden, and there are
-        none."""
-        if self._usual is not None or b"/." in joined or self._dir_tails is None:
-            return False
-        lower = joined.lower()
-        return not any(tail in lower for tail in self._dir_tails)
-
-    def note_ignore_files(self, batch: list[bytes], joined: bytes) -> tuple[list[bytes], bytes]:
-        """Remember where rg listed a `.gitignore` in a batch (`joined`: its paths joined by NULs); such a
-        path stays in the batch only if the glob asked for it (rg lists them for us)."""
-        removed = False
-        end = joined.find(_GITIGNORE_TAIL)
-        while end >= 0:
-            stop = end + len(_GITIGNORE_TAIL)
-            if stop == len(joined) or joined[stop] == 0:  # the whole name, at the end of a path
-                raw = joined[joined.rfind(b"\0", 0, end) + 1 : stop]
-                head = raw[2:-len(_GITIGNORE_TAIL)].decode("utf-8", "surrogateescape")
-                self._ignore_dirs.add(f"{self._base}/{head}" if self._base and head else self._base or head)
-                if self._names.regex.search(raw) is None:
-                    batch.remove(raw)
-                    removed = True
-            end = joined.find(_GITIGNORE_TAIL, stop)
-        return batch, b"\0".join(batch) if removed else joined
-
-    def judge_files(self, sink: _StatSink, complete: bool) -> None:
-        """Drop from `sink` the files the rules hide by their own name (their directories were judged as
-        they came). After a `complete` run every `.gitignore` below `base` was listed, so only those are
-        read; otherwise every directory that holds a file is asked about, with a stat each. Files are
-        given to the ignore engine only where a rule could hide them: in a directory `NameRules` names,
-        and with a name that one of the rules there could match (`file_name_test`)."""
-        from coretools.sandbox import ripgrep
-
-        source = self._listed_source if complete else self._ws_source
-        read = functools.lru_cache(maxsize=None)(source)  # (each file is asked about twice)
-        may_hide = ripgrep.NameRules(read, self._options, list(self._names.names))
-        dirs = self._ignore_dirs if complete else sink.dirs()
-        below = {self._base} if may_hide(self._base) else {d for d in dirs if may_hide(d)}
-        if not below:
-            return
-        named = ripgrep.file_name_test(self._every_line(dirs, read)) if complete else lambda name: True
-        every = self._every
-        sink.drop(below, lambda rel: named(rel.rpartition("/")[2]) and every.decide(rel, False))
-
-    def _every_line(self, dirs: set[str], read: Callable[[str], bytes | None]) -> list[str]:
-        """The lines of every ignore file the rules read for the files below `base`, if `.gitignore`s are
-        found in `dirs` only (below `base`)."""
-        from coretools.sandbox import ripgrep
-
-        options, lines = self._options, []
-        sources = [GEMINIIGNORE] if options.gemini else []
-        if options.defaults:
-            lines += DEFAULT_EXCLUDES
-        if options.git:
-            sources.append(GIT_INFO_EXCLUDE)
-            parts = self._base.split("/") if self._base else []
-            above = ["/".join(parts[:depth]) for depth in range(len(parts) + 1)]  # the root down to `base`
-            sources += [f"{d}/{GITIGNORE}" if d else GITIGNORE for d in [*above, *dirs]]
-        for source in sources:
-            lines += ripgrep.ignore_lines(read(source))
-        return lines
-
-    def _ws_source(self, rel_file: str) -> bytes | None:
-        return self._ws.ignore_source(self._root, rel_file)
-
-    def _listed_source(self, rel_file: str) -> bytes | None:
-        head, _, name = rel_file.rpartition("/")
-        below_base = head != self._base and (not self._base or head.startswith(f"{self._base}/"))
-        if name == GITIGNORE and below_base and head not in self._ignore_dirs:
-            return None  # rg walked that directory and listed no .gitignore there
-        return self._ws_source(rel_file)
-
-
-_GITIGNORE_TAIL = f"/{GITIGNORE}".encode()
-
-
-class _DirRules:
-    """The rules `_GlobRun`'s re-check judges directories by (files never get here): a directory the globs
-    let in by all of them (`every`), any other as the usual re-check would (`usual`; None: not at all)."""
-
-    def __init__(self, every, usual, let_in: Callable[[str], object]) -> None:
-        self._every, self._usual, self._let_in = every, usual, let_in
-
-    def decide(self, rel: str, is_dir: bool) -> bool:
-        rules = self._every if self._let_in(rel.rpartition("/")[2]) else self._usual
-        return rules is not None and rules.decide(rel, is_dir)
-
-
-def _dir_tails(globs: list[str]) -> list[bytes] | None:
-    """What a batch of rg's paths (joined by NULs, lower-cased) must contain for one of its directories to
-    match one of `globs`: the text after a glob's last `*`, lower-cased (a class `[xX]` is a letter either
-    way), then "/". None when a glob ends in `*` or a `{..}` stands after it (any directory can match)."""
-    tails = []
-    for glob in globs:
-        tail = glob.rpartition("*")[2]
-        if not tail or "{" in tail:  # (an alternation of a letter's case pairs: any directory, to be safe)
-            return None
-        tails.append((re.sub(r"\[(.)[^\]]*\]", r"\1", tail).lower() + "/").encode())
-    return tails
 
 
 def _judged_counting(batch: list[bytes], wanted: Callable[[bytes], object] | None, recheck) -> list[str]:
@@ -580,66 +484,6 @@ def _judged_counting(batch: list[bytes], wanted: Callable[[bytes], object] | Non
 def _ignored_by_rules(debug_line: bytes) -> bool:
     # rg --debug logs each entry it skips: "...walk.rs:NNN: ignoring ./path: Ignore(IgnoreMatch(...))".
     return b": ignoring ./" in debug_line
-
-
-class RawPathTest:
-    """A test of rg's raw paths (`./a/b.py`, relative to the walked directory) by a glob (the whole path) or
-    by the name part of one (its last component): `search(raw)` is true-ish when it matches."""
-
-    def __init__(self, pattern: str, case_sensitive: bool, whole: bool, top: bool) -> None:
-        self._test = GlobSet.of([pattern], not case_sensitive, paths=whole, negate=False)
-        self._whole, self._top = whole, top
-
-    def search(self, raw: bytes) -> bool | None:
-        rel = raw[2:].decode("utf-8", "surrogateescape")
-        if self._top and "/" in rel:
-            return None
-        return self._test(rel if self._whole else rel.rpartition("/")[2]) or None
-
-
-@dataclass(frozen=True)
-class NameFilter:
-    """A test of rg's raw paths (`./a/b.py`) that accepts every path a glob matches; `exact`: only those.
-    `globs`: file-name globs for rg (globset syntax: text, `*` and classes of a letter's case pairs such as
-    `[sSſ]`; braces expanded) that together accept at least the names `regex` does; `top`: only files
-    directly in the walked directory can match."""
-
-    regex: RawPathTest
-    exact: bool
-    globs: tuple[str, ...] = ("*",)
-    top: bool = False
-    names: tuple[str, ...] = ()  # the name part of the pattern, braces expanded (text and `*`)
-    globs_exact: bool = False  # `globs` (with `top`: at depth 1) accept exactly the paths `regex` does
-
-
-_PLAIN = r"[A-Za-z0-9._\- ]"
-# `*` may not stand inside a `{a,b}` list: `*{*,x}` expands to a globstar.
-_NAME_GLOB = re.compile(rf"[A-Za-z0-9._\- *]*(?:\{{{_PLAIN}+(?:,{_PLAIN}+)+\}}[A-Za-z0-9._\- *]*)*")
-
-
-def name_filter(pattern: str, case_sensitive: bool) -> NameFilter | None:
-    """A `NameFilter` for a glob relative to the walked directory (as `globmatch` reads it), or None. Only a
-    last component made of plain ASCII characters, `*` and flat `{a,b}` lists of plain words qualifies; it is
-    exact for `**/<name>` and for a top-level `<name>`, and a superset (the file name only) otherwise."""
-    if pattern.startswith("**/") and "/" not in pattern[3:]:
-        name, exact, top = pattern[3:], True, False
-    elif "/" not in pattern:
-        name, exact, top = pattern, True, True
-    else:
-        name, exact, top = pattern.rpartition("/")[2], False, False
-    if not name or "**" in name or _NAME_GLOB.fullmatch(name) is None or name.strip("*") == "":
-        return None
-    expanded, cut = [""], False
-    for token in re.findall(r"\{[^{}]*\}|.", name):
-        alts = token[1:-1].split(",") if len(token) > 1 else [token]
-        if len(expanded) * len(alts) <= 64:
-            expanded = [done + alt for done in expanded for alt in alts]
-        else:  # too many: `*` stands for what came so far (a superset)
-            expanded, cut = ["*"], True
-    names = tuple(dict.fromkeys(re.sub(r"\*+", "*", n) for n in expanded))  # (globset refuses `**` in a name)
-    globs = tuple(dict.fromkeys(name_glob(n, case_sensitive) for n in names))
-    test = RawPathTest(pattern if exact else name, case_sensitive, whole=exact, top=top)
-    return NameFilter(test, exact, globs, top=top, names=names, globs_exact=exact and not cut)
 
 
 def _progress(ctx: Reporter, done: int, message: str) -> None:

@@ -18,17 +18,10 @@ from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.sandbox.walk import (
-    FileTable,
-    find_files,
-    glob_escape,
-    globmatch,
-    has_magic,
-    name_filter,
-    search_scopes,
-    split_literal_prefix,
-    walk_order,
-)
+from coretools.sandbox.matcher import globmatch
+from coretools.sandbox.patterns.glob import glob_escape, has_magic, split_literal_prefix
+from coretools.sandbox.rgglobs import name_filter
+from coretools.sandbox.walk import FileTable, find_files, search_scopes, walk_order
 
 RECENT_SECONDS = 24 * 3600
 MAX_RESULTS = 5000

@@ -11,7 +11,7 @@ from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import DirEntry, Location
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.sandbox.walk import name_matches
+from coretools.sandbox.matcher import name_matches
 
 MAX_ENTRIES_SHOWN = 5000
 

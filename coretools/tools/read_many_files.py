@@ -14,7 +14,9 @@ from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.paths import Location, WalkReport
 from coretools.tools.base import Tool, ToolContext, ToolResult, audio_block, blob_block, image_block, text_block
 from coretools.tools.filetypes import SNIFF_BYTES, classify, extension, read_window
-from coretools.sandbox.walk import globmatch, has_magic, relative_to, walk_files
+from coretools.sandbox.matcher import globmatch
+from coretools.sandbox.patterns.glob import has_magic
+from coretools.sandbox.walk import relative_to, walk_files
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_FILES = 500

@@ -35,6 +35,7 @@ from coretools.sandbox import ripgrep
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
+from coretools.sandbox.walk import walk
 
 MAX_LINE_CHARS = 2000
 TRUNCATED_MARK = "... [truncated]"
@@ -364,8 +365,9 @@ class RipgrepEngine:
         ws, req, out = job.ws, job.req, job.out
         deadline = time.monotonic() + req.timeout
         cut = len(target.rel) + 1 if target.rel else 0
-        walked = ws.walk(Location(target.root, target.rel, target.path), SEARCH_OPTIONS, report=WalkReport(),
-                         cancelled=job.check)
+        walked = walk(
+            ws, Location(target.root, target.rel, target.path), SEARCH_OPTIONS, report=WalkReport(), cancelled=job.check
+        )
         files = (entry.rel[cut:] for entry in walked)
         if req.include:
             files = filter(NodeMatcher(parse_include(req.include), source=req.include), files)
@@ -544,7 +546,7 @@ class PythonEngine:
                 report = WalkReport()
                 files = (
                     (e.rel, e.rel[len(target.rel) + 1 :] if target.rel else e.rel)
-                    for e in ws.walk(loc, SEARCH_OPTIONS, report=report, cancelled=check)
+                    for e in walk(ws, loc, SEARCH_OPTIONS, report=report, cancelled=check)
                 )
             else:
                 files = iter([(target.rel, None)])

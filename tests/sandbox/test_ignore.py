@@ -12,6 +12,7 @@ import pytest
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import WalkReport
+from coretools.sandbox.walk import walk
 from tests.conftest import call_tool, text_of
 from tests.readside import write_files
 
@@ -40,7 +41,7 @@ def ignored(ws: Workspace, rel: str, *, is_dir: bool = False, options: IgnoreOpt
 
 def walked(ws: Workspace, options: IgnoreOptions = ALL) -> list[str]:
     loc = ws.locate(".")
-    return sorted(e.rel for e in ws.walk(loc, options))
+    return sorted(e.rel for e in walk(ws, loc, options))
 
 
 # -- defaults ------------------------------------------------------------------------------------------
@@ -207,7 +208,7 @@ def test_walk_prunes_ignored_directories_and_counts_them(root: Path, ws: Workspa
     for rel in ("gen/a.py", "gen/b/c.py", "src/x.py", "src/y.tmp", "node_modules/m/i.js"):
         write(root, rel)
     report = WalkReport()
-    files = sorted(e.rel for e in ws.walk(ws.locate("."), ALL, report=report))
+    files = sorted(e.rel for e in walk(ws, ws.locate("."), ALL, report=report))
     assert files == [".gitignore", "src/x.py"]
     assert report.ignored == 3  # gen/, node_modules/, src/y.tmp: directories count once
     assert walked(ws, NOTHING) == sorted(

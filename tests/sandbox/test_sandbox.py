@@ -34,6 +34,7 @@ import pytest
 from coretools.errors import PathError, ToolError
 from coretools.sandbox import kernel
 from coretools.sandbox import gateway as workspace_mod
+from coretools.sandbox import walk as walk_mod
 from coretools.sandbox import writes as writes_mod
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
@@ -648,7 +649,7 @@ def read_ops(ws: Workspace):
         return " ".join(e.name for e in ws.list_dir(ws.locate(p))[1])
 
     def walk(p):
-        return " ".join(e.rel for e in ws.walk(ws.locate(p), IgnoreOptions(), include_dirs=True))
+        return " ".join(e.rel for e in walk_mod.walk(ws, ws.locate(p), IgnoreOptions(), include_dirs=True))
 
     def exists(p):
         return str(ws.exists(ws.locate(p)))
@@ -752,7 +753,7 @@ def test_walk_skips_links_and_survives_a_directory_swapped_mid_walk(
 ) -> None:
     """B9/B14: links are never followed by a walk, and a directory replaced by a link to the decoy after
     it was listed (before it is entered) is not entered."""
-    original = workspace_mod.dir_entry
+    original = walk_mod.dir_entry
     swapped = []
 
     def entry(item, parent_rel):
@@ -762,9 +763,9 @@ def test_walk_skips_links_and_survives_a_directory_swapped_mid_walk(
             swap_for_link(scene.root / "sub", scene.decoy, keep=scene.root / "sub-old")
         return classified
 
-    monkeypatch.setattr(workspace_mod, "dir_entry", entry)
+    monkeypatch.setattr(walk_mod, "dir_entry", entry)
     report = WalkReport()
-    rels = [e.rel for e in ws.walk(ws.locate("."), IgnoreOptions(), report=report)]
+    rels = [e.rel for e in walk_mod.walk(ws, ws.locate("."), IgnoreOptions(), report=report)]
     assert_no_leak(" ".join(rels))
     assert "inside.txt" in rels
     assert swapped == ["dir"]

@@ -19,7 +19,7 @@ from mcp import Client, MCPError, types
 from mcp.client.stdio import stdio_client
 
 from coretools import __version__
-from coretools.sandbox.gateway import Workspace
+from coretools.sandbox import walk as walk_mod
 from tests.conftest import REPO, connect, stdio_params, text_of
 
 pytestmark = pytest.mark.anyio
@@ -250,11 +250,11 @@ def slow_walk(monkeypatch: pytest.MonkeyPatch):
     """Make every workspace walk slow (2 ms per file) and record how far it got and whether it ended."""
     force_python_walk(monkeypatch)
     state = {"yielded": 0, "finished": threading.Event(), "completed": False}
-    original = Workspace.walk
+    original = walk_mod.walk
 
-    def walk(self, *args, **kwargs):
+    def walk(*args, **kwargs):
         try:
-            for entry in original(self, *args, **kwargs):
+            for entry in original(*args, **kwargs):
                 state["yielded"] += 1
                 time.sleep(0.002)
                 yield entry
@@ -262,7 +262,7 @@ def slow_walk(monkeypatch: pytest.MonkeyPatch):
         finally:
             state["finished"].set()
 
-    monkeypatch.setattr(Workspace, "walk", walk)
+    monkeypatch.setattr(walk_mod, "walk", walk)
     return state
 
 

@@ -385,7 +385,8 @@ def test_name_filter_agrees_with_globmatch(case_sensitive: bool) -> None:
     from hypothesis import example, given, settings
     from hypothesis import strategies as hs
 
-    from coretools.sandbox.walk import globmatch, name_filter
+    from coretools.sandbox.matcher import globmatch
+    from coretools.sandbox.rgglobs import name_filter
 
     component = hs.text(alphabet="abskiAS.-_ *", min_size=1, max_size=5)
     pattern = hs.one_of(

@@ -140,7 +140,9 @@ def test_a_run_that_did_not_list_every_gitignore_reads_them_from_the_disk(root: 
     counts (read from the disk), where after a complete run only the listed ones are read."""
     from coretools.sandbox.ignore import IgnoreOptions
     from coretools.sandbox.gateway import Workspace
-    from coretools.sandbox.walk import _GlobRun, _StatSink, name_filter
+    from coretools.sandbox.glob_run import GlobRun
+    from coretools.sandbox.rgglobs import name_filter
+    from coretools.sandbox.walk import _StatSink
 
     (root / "d").mkdir()
     (root / "d" / ".gitignore").write_text("generated_*\n")
@@ -149,7 +151,7 @@ def test_a_run_that_did_not_list_every_gitignore_reads_them_from_the_disk(root: 
     try:
         kept = {}
         for complete in (False, True):
-            run = _GlobRun(ws, 0, "", IgnoreOptions(), name_filter("**/*.py", False), None)
+            run = GlobRun(ws, 0, "", IgnoreOptions(), name_filter("**/*.py", False), None)
             sink = _StatSink(ws, None, None)
             sink.add(0, "", ["d/generated_1.py", "d/keep.py"])  # as if rg had listed no .gitignore yet
             run.judge_files(sink, complete=complete)
@@ -167,7 +169,8 @@ def test_a_run_cut_short_still_judges_its_files(root: Path) -> None:
     from coretools.sandbox.ignore import IgnoreOptions
     from coretools.sandbox.gateway import Workspace
     from coretools.sandbox.paths import Location, WalkBounds, WalkReport
-    from coretools.sandbox.walk import find_files, name_filter
+    from coretools.sandbox.rgglobs import name_filter
+    from coretools.sandbox.walk import find_files
 
     (root / "d").mkdir()
     (root / "d" / ".gitignore").write_text("generated_*\n")
@@ -324,8 +327,8 @@ def test_name_filter_globs_match_like_its_regex_in_rg(root: Path) -> None:
     be skipped); elsewhere they accept at least those."""
     import subprocess
 
+    from coretools.sandbox.rgglobs import name_filter
     from coretools.sandbox.ripgrep import find_rg
-    from coretools.sandbox.walk import name_filter
 
     rg = find_rg()
     if rg is None:

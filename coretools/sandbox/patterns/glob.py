@@ -1,5 +1,6 @@
 """The Gemini glob dialect: glob's `pattern`, read_many_files' paths, include and exclude, and (matched
-against a name) list_directory's `ignore`. See the package's docstring for the syntax."""
+against a name) list_directory's `ignore`. See the package's docstring for the syntax. Also what a glob's
+text says before it is parsed: whether it has magic, its literal leading directories, an escaped form."""
 
 from __future__ import annotations
 
@@ -296,3 +297,24 @@ def _class_end(s: str, j: int) -> int | None:
         k += 1
     return None
 
+
+def glob_escape(pattern: str) -> str:
+    """`pattern` with every glob character escaped, so that it matches itself only."""
+    return "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in pattern)
+
+
+_GLOB_CHARS = frozenset("*?[]{}()!@+|\\")
+
+
+def has_magic(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[]{}!@+()")
+
+
+def split_literal_prefix(pattern: str) -> tuple[str, str]:
+    """`src/app/**/*.py` -> (`src/app`, `**/*.py`): the leading components without glob magic, so a walk can
+    start there instead of at the top."""
+    parts = pattern.split("/")
+    literal: list[str] = []
+    while len(parts) > 1 and parts[0] and not has_magic(parts[0]) and parts[0] not in (".", ".."):
+        literal.append(parts.pop(0))
+    return "/".join(literal), "/".join(parts)
