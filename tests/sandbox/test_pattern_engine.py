@@ -185,7 +185,9 @@ SEGMENT = hs.text(alphabet="abAB.\u017f\u212a\u0130\u0131kKsSiI1-", min_size=1, 
     lambda s: s not in (".", "..")
 )
 PATH = hs.lists(SEGMENT, min_size=1, max_size=4).map("/".join)
-CHECKS = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+# The same 1,500 cases on every run, so the suite cannot fail by chance; what wider exploration finds is
+# pinned as an `@example` beside the test.
+CHECKS = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
 def _reference_glob(pattern: str, path: str, case_sensitive: bool) -> bool | None:
