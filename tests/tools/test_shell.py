@@ -436,7 +436,7 @@ def test_probe_uses_the_flags_of_a_real_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux only")
-def test_startup_fails_clearly_where_namespaces_are_forbidden(root: Path, tmp_path: Path) -> None:
+def test_startup_fails_clearly_where_namespaces_are_forbidden(root: Path) -> None:
     """A server started where user namespaces are refused (here: inside an outer bwrap with
     --disable-userns, like a container whose seccomp profile forbids them) exits at start with what to
     change; it never runs commands unsandboxed."""
@@ -445,7 +445,7 @@ def test_startup_fails_clearly_where_namespaces_are_forbidden(root: Path, tmp_pa
     if BWRAP_PROBLEM is not None:
         pytest.skip(f"the kernel forbids namespaces already: {BWRAP_PROBLEM}")
     outer = [bwrap_binary(), "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "--dev", "/dev",
-             "--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(tmp_path), str(tmp_path), "--",
+             "--proc", "/proc", "--bind", "/tmp", "/tmp", "--",
              sys.executable, "-m", "coretools", "serve", "--root", str(root), "--shell-sandbox", "bwrap"]  # fmt: skip
     done = subprocess.run(outer, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, check=False)  # fmt: skip
