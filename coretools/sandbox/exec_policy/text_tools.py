@@ -132,7 +132,7 @@ def _sed_one_address(script: str, i: int) -> int:
             delim = script[i] if i < n else ""
             if delim in ("", "\n", "\\", "[", "]"):
                 raise refuse("a sed address uses a delimiter the shell policy does not follow")
-        i = _sed_regex_end(script, i + 1, delim) + 1
+        i = _sed_part_end(script, i + 1, delim, regex=True) + 1
         while i < n and script[i] in "IM":
             i += 1
     return i
@@ -172,8 +172,8 @@ def _sed_command(script: str, i: int) -> int:
         delim = script[i + 1] if i + 1 < len(script) else ""
         if delim in ("", "\n", "\\"):
             raise refuse("a sed `y` command the shell policy does not follow")
-        end = _sed_plain_end(script, i + 2, delim)
-        return _sed_plain_end(script, end + 1, delim) + 1
+        end = _sed_part_end(script, i + 2, delim, regex=False)
+        return _sed_part_end(script, end + 1, delim, regex=False) + 1
     raise refuse(f"the sed command `{c}` is not one the shell policy knows")
 
 
@@ -182,8 +182,8 @@ def _sed_substitute(script: str, i: int) -> int:
     delim = script[i] if i < n else ""
     if delim in ("", "\n", "\\", "[", "]"):
         raise refuse("a sed `s` command uses a delimiter the shell policy does not follow")
-    end = _sed_regex_end(script, i + 1, delim)
-    i = _sed_plain_end(script, end + 1, delim) + 1
+    end = _sed_part_end(script, i + 1, delim, regex=True)
+    i = _sed_part_end(script, end + 1, delim, regex=False) + 1
     while i < n and script[i] not in " \t\n;}#":
         flag = script[i]
         if flag == "e":
@@ -197,9 +197,10 @@ def _sed_substitute(script: str, i: int) -> int:
     return i
 
 
-def _sed_regex_end(script: str, i: int, delim: str) -> int:
-    """Index of the delimiter that ends a regex starting at `i`. Bracket expressions are skipped as GNU sed
-    does (a delimiter inside `[...]` does not end the regex; a backslash there is an ordinary character)."""
+def _sed_part_end(script: str, i: int, delim: str, *, regex: bool) -> int:
+    """Index of the delimiter that ends a part of a sed command starting at `i`: a regex (`regex=True`,
+    bracket expressions skipped as GNU sed does: a delimiter inside `[...]` does not end it, a backslash
+    there is an ordinary character) or a replacement or `y` part (backslash escapes only)."""
     n = len(script)
     while i < n:
         c = script[i]
@@ -210,11 +211,12 @@ def _sed_regex_end(script: str, i: int, delim: str) -> int:
             continue
         if c == delim:
             return i
-        if c == "[":
+        if regex and c == "[":
             i = _bracket_end(script, i)
             continue
         i += 1
-    raise refuse("a sed regular expression is not terminated on its line")
+    what = "regular expression" if regex else "replacement"
+    raise refuse(f"a sed {what} is not terminated on its line")
 
 
 def _bracket_end(script: str, i: int) -> int:
@@ -238,22 +240,6 @@ def _bracket_end(script: str, i: int) -> int:
             return i + 1
         i += 1
     raise refuse("a sed bracket expression is not terminated on its line")
-
-
-def _sed_plain_end(script: str, i: int, delim: str) -> int:
-    """Index of the delimiter ending a replacement or `y` part (backslash escapes, no brackets)."""
-    n = len(script)
-    while i < n:
-        c = script[i]
-        if c == "\n":
-            break
-        if c == "\\":
-            i += 2
-            continue
-        if c == delim:
-            return i
-        i += 1
-    raise refuse("a sed replacement is not terminated on its line")
 
 
 def _sed_text(script: str, i: int) -> int:
