@@ -35,6 +35,7 @@ class ErrorKind(str, Enum):
     FILE_WRITE_FAILURE = "file_write_failure"
     NO_SPACE_LEFT = "no_space_left"
     ATTEMPT_TO_CREATE_EXISTING_FILE = "attempt_to_create_existing_file"
+    FILE_CHANGED_SINCE_READ = "file_changed_since_read"
     # replace
     EDIT_PREPARATION_FAILURE = "edit_preparation_failure"
     EDIT_NO_OCCURRENCE_FOUND = "edit_no_occurrence_found"

@@ -28,6 +28,7 @@ from coretools.server.limits import CallLimiter
 from coretools.server.toolset import ToolSet
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import RootError, protected_reason
+from coretools.sandbox.views import FileViews
 from coretools.tools.base import Elicitation, ToolContext, ToolResult
 
 logger = logging.getLogger("coretools")
@@ -135,6 +136,29 @@ class Workspaces:
         return self._fallback
 
 
+class Sessions:
+    """What each session was shown of the workspace's files (the stale-write guard's record).
+
+    Over stdio the process serves one client, so the process is the session, in either protocol era. Over
+    HTTP a session is a 2025-era stateful session, held as long as its connection lives. Stateless HTTP and
+    2026-era HTTP requests stand alone, with no session: nothing carries over and the guard is off there."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self._process = FileViews() if config.http.transport == "stdio" else None
+        self._by_connection: weakref.WeakKeyDictionary[Any, FileViews] = weakref.WeakKeyDictionary()
+
+    def views(self, ctx: ServerRequestContext) -> FileViews | None:
+        if self._process is not None:
+            return self._process
+        key = _connection_key(ctx)
+        if key is None:
+            return None
+        try:
+            return self._by_connection.setdefault(key, FileViews())
+        except TypeError:  # a connection object that cannot be referenced weakly has no record
+            return None
+
+
 def _connection_key(ctx: ServerRequestContext) -> Any:
     # The SDK hands out a per-request session proxy; the connection behind it is what roots belong to.
     return getattr(ctx.session, "_connection", None)
@@ -177,6 +201,7 @@ def _elicitor(ctx: ServerRequestContext):
 def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[Server, ToolSet]:
     toolset = toolset or ToolSet(config)
     workspaces = Workspaces(config)
+    sessions = Sessions(config)
 
     @asynccontextmanager
     async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
@@ -206,7 +231,9 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
             except Exception:  # noqa: BLE001 - progress is best effort; the call goes on
                 logger.debug("progress notification failed", exc_info=True)
 
-        tool_ctx = ToolContext(workspace=workspace, report_progress=progress, elicit=_elicitor(ctx))
+        tool_ctx = ToolContext(
+            workspace=workspace, report_progress=progress, elicit=_elicitor(ctx), views=sessions.views(ctx)
+        )
         return await toolset.call(params.name, params.arguments, tool_ctx)
 
     guarded = CallLimiter.from_config(config).guard(run_tool, key=_connection_key)

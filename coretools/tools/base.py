@@ -28,6 +28,7 @@ from mcp import types
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.views import FileViews
 
 __all__ = ["Elicitation", "NoOptions", "Tool", "ToolContext", "ToolError", "ToolResult", "options_from"]
 
@@ -70,6 +71,8 @@ class ToolContext:
     workspace: Workspace
     report_progress: ProgressFn = _no_progress
     elicit: ElicitFn | None = None  # None when the client cannot be asked
+    # What this session was shown of each file (the stale-write guard); None where there is no session.
+    views: FileViews | None = None
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("coretools"))
     _last_progress: float = -1.0
 

@@ -250,6 +250,8 @@ class ReadManyFiles(Tool):
                         plan.skipped.append((node.path, "binary file"))
                         continue
                     window = read_window(handle, kind, 0, DEFAULT_LINE_LIMIT, check=anyio.from_thread.check_cancelled)
+                    if ctx.views is not None:
+                        ctx.views.saw(node.path, node.st)
             except ToolError as exc:
                 plan.skipped.append((shown, f"Read error: {exc.message}"))
                 continue
