@@ -33,20 +33,43 @@ from coretools.tools.base import Elicitation, ToolContext, ToolResult
 
 logger = logging.getLogger("coretools")
 
-PREAMBLE = """\
-coretools gives you Gemini CLI's core tools over a sandboxed workspace (the roots listed by any tool's
-"Path not in workspace" error). Paths may be absolute or relative to the primary root. The tools:"""
+PREAMBLE = "coretools gives you Gemini CLI's core tools over a sandboxed workspace."
 CLOSING = """\
-Files hidden by .gitignore/.geminiignore and default excludes (node_modules, .git, dist, build...) are
-skipped by walks; .git internals and .env files are refused by default.
+Ignored files: walks (glob, search_file_content, read_many_files, list_directory) skip what .gitignore and
+.geminiignore match and the default excludes (dependency, build and cache directories such as node_modules,
+dist, build, __pycache__, and .git); each of those tools has a parameter to include them.
+Protected files: anything inside a .git directory and secret environment files (.env, .env.local, ...; not
+.env.example) are refused by every tool{protected}.
 Errors explain what went wrong and how to fix the call; read them and retry accordingly."""
 
 
-def instructions(toolset: ToolSet) -> str:
-    """The server's instructions: the workspace, one line per published tool (its `hint`), then how ignore
-    files and errors work. Built from the registry, so a tool is named here exactly when it is published."""
-    lines = [f"- {tool.name}: {tool.hint}" for tool in toolset.tools() if tool.hint]
-    return "\n".join([PREAMBLE, *lines, CLOSING])
+def instructions(toolset: ToolSet, config: ServerConfig | None = None) -> str:
+    """The server's instructions: the workspace roots, one line per published tool (its `hint`), then how
+    ignore files, protected files and errors work. Built from the registry and the configuration, so a tool is
+    named here exactly when it is published. Instructions are fixed when a client connects; a client whose
+    own roots narrow the workspace later learns the current roots from any path error."""
+    config = config or toolset.config
+    lines = [PREAMBLE, _workspace_line(config), "The tools:"]
+    lines += [f"- {tool.name}: {tool.hint}" for tool in toolset.tools() if tool.hint]
+    protected = " (this server was started with --allow-protected, so they are not)" if config.allow_protected else ""
+    lines.append(CLOSING.format(protected=protected))
+    return "\n".join(lines)
+
+
+def _workspace_line(config: ServerConfig) -> str:
+    if not config.roots:
+        return (
+            "The workspace is the set of roots your client offers (else the server's working directory); a "
+            "\"Path not in workspace\" error lists them. Paths may be absolute or relative to the first root."
+        )
+    primary = f"Workspace root: {config.roots[0]}" if len(config.roots) == 1 else (
+        f"Workspace roots: {config.roots[0]} (primary), " + ", ".join(config.roots[1:])
+    )
+    return (
+        f"{primary}. Relative paths resolve against {config.roots[0]}; nothing outside the root"
+        f"{'s' if len(config.roots) > 1 else ''} can be read or written. If your client offers roots of its "
+        "own, the workspace narrows to them, and a path error lists the current roots."
+    )
 
 
 class Workspaces:
@@ -251,7 +274,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         version=__version__,
         title="coretools",
         description="Gemini CLI's core tools (files, search, shell, web, memory) in a sandboxed workspace",
-        instructions=instructions(toolset),
+        instructions=instructions(toolset, config),
         website_url="https://pypi.org/project/coretools-mcp/",
         lifespan=lifespan,
         get_tool_input_schema=lambda name: (t.input_schema if (t := toolset.get(name)) else None),

@@ -85,3 +85,19 @@ def test_error_kinds_reach_the_client_as_plain_strings() -> None:
     assert f"{ErrorKind.CALL_TIMEOUT}" == str(ErrorKind.CALL_TIMEOUT) == "call_timeout"
     with pytest.raises(ValueError):
         ToolError("x", "no_such_kind")  # type: ignore[arg-type]
+
+
+async def test_the_instructions_name_each_root_and_the_primary_one(tmp_path: Path) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    async with connect([first, second], "legacy") as client:
+        text = client.instructions
+    assert f"Workspace roots: {first} (primary), {second}." in text
+    assert f"Relative paths resolve against {first};" in text
+    assert ".gitignore" in text and ".env" in text and "--allow-protected" not in text
+
+
+def test_without_operator_roots_the_instructions_say_where_the_workspace_comes_from() -> None:
+    text = instructions(ToolSet(make_config([])))
+    assert "roots your client offers" in text and "Workspace root" not in text
