@@ -1,4 +1,4 @@
-"""Command line: `coretools-mcp [serve] ...`, `tools`, `call`, and the client bridge's commands.
+"""Command line: `coretools-mcp [serve] ...`, `tools`, `call`, `history`, `undo`, and the client bridge's commands.
 
 This is the only module that writes to stdout (besides the client CLI): for `tools` and `call`. While
 serving over stdio, stdout belongs to JSON-RPC and everything else goes to stderr.
@@ -15,7 +15,8 @@ from typing import Any
 
 from coretools import __version__
 
-SUBCOMMANDS = ("serve", "tools", "call", "client", "chat")
+SUBCOMMANDS = ("serve", "tools", "call", "history", "undo", "client", "chat")
+SERVER_SIDE = ("serve", "tools", "call", "history", "undo")
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 
 
@@ -55,6 +56,15 @@ def _common_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also send each result's fields as MCP structuredContent (off by default: Claude Code and VS Code "
         "then show the model those fields instead of the answer's text)",
+    )
+    common.add_argument(
+        "--schema-dialect",
+        choices=["seed", "latest"],
+        default="seed",
+        help="which Gemini CLI version's tool names and parameter schemas to publish: 'seed' (default; "
+        "absolute_path, offset/limit, expected_replacements...) or 'latest' (file_path, start_line/end_line, "
+        "allow_multiple, grep_search...). Calls in either dialect's names are accepted either way; choose "
+        "'latest' for hosts that check arguments against the published schema before sending them",
     )
     common.add_argument(
         "--call-timeout",
@@ -171,11 +181,42 @@ def build_parser(*, with_client: bool = True) -> argparse.ArgumentParser:
     call.add_argument("--json", action="store_true", help="print the whole MCP CallToolResult as JSON")
     call.set_defaults(func=cmd_call)
 
+    _add_journal_commands(sub, common)
     if with_client:  # the bridge's commands; `serve` does not pay for importing the client
         from coretools.client.cli import register
 
         register(sub)
     return parser
+
+
+def _add_journal_commands(sub, common: argparse.ArgumentParser) -> None:
+    about = (
+        "FILE is absolute, or relative to the current directory. With no --root, the workspace is the one whose "
+        "journal last recorded FILE (else the current directory)."
+    )
+    history = sub.add_parser(
+        "history",
+        parents=[common],
+        help="list the journaled edits of a workspace or of one file",
+        description="List the edits write_file and replace made (and undos), oldest first: id, time, tool, size "
+        "before and after, file. " + about,
+    )
+    history.add_argument("file", nargs="?", metavar="FILE", help="only the edits of this file")
+    history.add_argument("--json", action="store_true", help="print the entries as JSON")
+    history.set_defaults(func=cmd_history)
+    undo = sub.add_parser(
+        "undo",
+        parents=[common],
+        help="restore a file from the edit journal",
+        description="Restore FILE (default: the file of the last journaled edit) to its content before its last "
+        "edit, or before edit ID; a file the edit created is removed. Refused when the file changed since its "
+        "last journaled edit, unless --force. The undo is journaled, so it can be undone. Exit 0 when done, 1 "
+        "when refused. " + about,
+    )
+    undo.add_argument("file", nargs="?", metavar="FILE", help="the file to restore")
+    undo.add_argument("--to", type=int, metavar="ID", help="restore the content from before edit ID (see `history`)")
+    undo.add_argument("--force", action="store_true", help="undo even if the file changed since its last journaled edit")
+    undo.set_defaults(func=cmd_undo)
 
 
 def _setup_logging(level: str) -> None:
@@ -322,6 +363,114 @@ def cmd_call(args: argparse.Namespace) -> int:
     return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 
+def _journal_workspace(args: argparse.Namespace):
+    """(workspace, journal or None, canonical target or None) of `history`/`undo`; raises RootError or
+    ToolError."""
+    from coretools.sandbox import journal
+    from coretools.sandbox.gateway import Workspace
+    from coretools.server.toolset import tool_options
+    from coretools.tools.textedit.edit_tool import EditOptions
+
+    settings = tool_options(args)[EditOptions].journal_settings
+    wanted = os.path.realpath(os.path.abspath(args.file)) if args.file else None
+    roots = [Workspace.check_root(r, allow_broad=args.allow_broad_root) for r in args.roots]
+    if not roots:
+        found = journal.Journal.holding(wanted, settings) if wanted else None
+        roots = list(found.roots) if found else [os.getcwd()]
+    ws = Workspace(roots, allow_protected=args.allow_protected)
+    target = ws.edit_key(ws.locate(wanted)) if wanted else None
+    book = journal.Journal.find([r.path for r in ws.roots], target, settings)
+    return ws, book, target
+
+
+def _journal_command(args: argparse.Namespace, body) -> int:
+    from coretools.errors import ToolError
+    from coretools.sandbox import journal
+    from coretools.sandbox.paths import RootError
+
+    if args.no_journal:
+        return _fail("the edit journal is off (--no-journal): there is nothing to list or undo")
+    try:
+        ws, book, target = _journal_workspace(args)
+    except RootError as exc:
+        return _fail(str(exc))
+    except ToolError as exc:
+        return _fail(exc.message)
+    try:
+        if book is not None and journal.exposed_by(tuple(r.path for r in ws.roots)):
+            return _fail("a root contains the state directory, so the edit journal is off for this workspace")
+        return body(ws, book, target)
+    except ToolError as exc:
+        sys.stderr.write(f"coretools-mcp: {exc.message}\n")
+        return EXIT_TOOL_ERROR
+    finally:
+        ws.close()
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from coretools.sandbox import journal
+
+    def body(ws, book, target) -> int:
+        entries = journal.history(book, target) if book is not None else []
+        if args.json:
+            rows = [_entry_dict(e) for e in entries]
+            sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        elif not entries:
+            sys.stdout.write("No journaled edits" + (f" of {target}" if target else "") + ".\n")
+        else:
+            sys.stdout.write("".join(_history_line(e) for e in entries))
+        return EXIT_OK
+
+    return _journal_command(args, body)
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    from coretools.errors import ErrorKind, ToolError
+    from coretools.sandbox import journal
+    from coretools.tools.undo import describe
+
+    def body(ws, book, target) -> int:
+        if book is None:
+            raise ToolError("No journaled edit" + (f" of {target}" if target else " in this workspace")
+                            + ": nothing to undo.", ErrorKind.FILE_NOT_FOUND)
+        done = journal.undo(ws, book, target=target, edit_id=args.to, force=args.force)
+        shown = done.record.path if done.record else done.edit.path
+        for skipped in done.skipped:
+            sys.stderr.write(f"coretools-mcp: edit {skipped.id} of {skipped.path} never took effect; skipped\n")
+        sys.stdout.write(describe(done, shown) + "\n")
+        return EXIT_OK
+
+    _recover_interrupted_writes()
+    return _journal_command(args, body)
+
+
+def _entry_dict(entry) -> dict:
+    from dataclasses import asdict
+
+    return asdict(entry)
+
+
+def _history_line(entry) -> str:
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.time))
+    before = "new" if entry.before_sha is None else _size(entry.before_size)
+    after = "removed" if entry.after_sha is None else _size(entry.after_size)
+    notes = [] if entry.kept else ["previous content too large to keep"]
+    if entry.undoes is not None:
+        notes.append(f"undoes {entry.undoes}")
+    note = f"  ({'; '.join(notes)})" if notes else ""
+    return f"{entry.id:>5}  {when}  {entry.tool or '-':<10}  {before:>9} -> {after:<9}  {entry.path}{note}\n"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
 class _NoClient:
     """Stands in for a request context when no MCP client is connected (`call`): it offers no roots."""
 
@@ -354,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")
-    parser = build_parser(with_client=argv[0] not in ("serve", "tools", "call"))
+    parser = build_parser(with_client=argv[0] not in SERVER_SIDE)
     args = parser.parse_args(argv)
     _setup_logging(getattr(args, "log_level", "warning"))
     func = getattr(args, "func", None)

@@ -264,6 +264,33 @@ class Writes:
         finally:
             os.close(fd)
 
+    def remove_file(self, loc: Location, *, expect: os.stat_result | None = None) -> str:
+        """Remove the regular file `loc` names (not a link: its real path is expected), contained like every
+        write; `expect` refuses if it was replaced or changed since. Returns the shown path. (Undo of an edit
+        that created the file.)"""
+        parent_fd, root, parent_rel, name = self._parent_of(loc, create=False)
+        try:
+            rel = f"{parent_rel}/{name}" if parent_rel else name
+            shown = self.shown_path(root, rel)
+            try:
+                st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            except OSError as exc:
+                raise self._os_error(exc, shown) from None
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"Not a regular file ({kind_name(st.st_mode)}): {shown}", ErrorKind.FILE_WRITE_FAILURE)
+            if not self.allow_protected and (reason := protected_reason(rel)):
+                raise ProtectedPath(shown, reason)
+            if expect is not None:
+                _check_unchanged(st, expect, shown)
+            try:
+                os.unlink(name, dir_fd=parent_fd)
+            except OSError as exc:
+                raise self._os_error(exc, shown) from None
+            _fsync_dir(parent_fd)
+            return shown
+        finally:
+            os.close(parent_fd)
+
     def edit_key(self, loc: Location) -> str:
         """The canonical absolute path of the file `loc` names, following a contained symlink at the target
         as `write_atomic` does. It names the file across atomic replacements (an inode would not) and is the

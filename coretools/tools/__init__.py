@@ -22,6 +22,7 @@ TOOL_MODULES = (
     "web_fetch",
     "google_web_search",
     "save_memory",
+    "undo",
     "discovered",
 )
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.journal import JournalSettings
 from coretools.sandbox.paths import Location
 from coretools.tools.textedit.diff import Rendered, Span, unified_diff
 
@@ -33,6 +34,8 @@ class Plan:
     spans: list[Span] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     diff: Rendered | None = None
+    tool: str = ""  # the tool that made it, for the edit journal
+    journal: JournalSettings | None = None  # None: the journal's defaults
 
     def render(self) -> None:
         label_old = "/dev/null" if self.created else f"{self.path}\t(original)"

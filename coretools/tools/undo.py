@@ -1,0 +1,114 @@
+"""undo: put a file back as it was before an edit of write_file or replace, from the edit journal.
+
+Published only with `--undo-tool`, for hosts that keep no checkpoints of their own. It reverts through the
+same journal as `coretools-mcp undo`, and is journaled itself, so an undo can be undone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from coretools.errors import ErrorKind, ToolError
+from coretools.sandbox import journal
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.paths import Location
+from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.textedit.edit_tool import EditOptions, add_edit_arguments, edit_lock
+
+
+@dataclass(frozen=True)
+class UndoOptions(EditOptions):
+    """The journal's options (shared with the editing tools) and `--undo-tool`."""
+
+    undo_tool: bool = False
+
+
+class UndoTool(Tool):
+    name = "undo"
+    title = "Undo"
+    description = (
+        "Restores a file to its content before the most recent edit that write_file, replace or undo made to it "
+        "through this server, or before an earlier edit given by `edit_id` (which also reverts every later "
+        "edit of that file). A file that the edit created is removed. The undo is itself recorded, so undoing "
+        "the file again redoes the edit. Refused, leaving the file untouched, if the file was changed since its "
+        "last recorded edit (by the user or another program), or if the content was too large to keep. Use it "
+        "to revert your own mistaken edit or when the user asks to revert; do not use it to redo work."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "file_path": {
+                "type": "string",
+                "description": "The absolute path to the file to restore.",
+            },
+            "edit_id": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Optional: the number of an earlier edit of this file, as an earlier undo reported; "
+                "the file gets its content from before that edit. Default: its most recent edit.",
+            },
+        },
+        "required": ["file_path"],
+        "additionalProperties": False,
+    }
+    hint = "undo reverts the last edit of a file made by write_file or replace."
+    Options = UndoOptions
+    options: UndoOptions
+    read_only = False
+    destructive = True
+    idempotent = False
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        add_edit_arguments(parser)
+        if "--undo-tool" not in parser._option_string_actions:
+            parser.add_argument(
+                "--undo-tool",
+                action="store_true",
+                help="publish an `undo` tool that restores a file from the edit journal, for hosts without "
+                "checkpoints of their own (off by default; `coretools-mcp undo` works either way)",
+            )
+
+    def unavailable_reason(self) -> str | None:
+        if not self.options.undo_tool:
+            return "off by default; start the server with --undo-tool to publish it"
+        if self.options.no_journal:
+            return "the edit journal is off (--no-journal)"
+        return None
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        ws = ctx.workspace
+        loc = ws.locate(args["file_path"])
+        async with edit_lock(ws, loc):
+            done = await anyio.to_thread.run_sync(self._undo, ws, loc, args.get("edit_id"))
+        return ToolResult.text(describe(done, loc.shown), {"edit": done.edit.id, "undo": done.record and done.record.id})
+
+    def _undo(self, ws: Workspace, loc: Location, edit_id: int | None) -> journal.Undone:
+        target = ws.edit_key(loc)
+        settings = self.options.journal_settings
+        book = journal.Journal.find([r.path for r in ws.roots], target, settings)
+        if book is None:
+            raise ToolError(f"No journaled edit of {loc.shown}: nothing to undo.", ErrorKind.FILE_NOT_FOUND)
+        return journal.undo(ws, book, target=target, edit_id=edit_id, force=False)
+
+
+def describe(done: journal.Undone, shown: str) -> str:
+    """One sentence for the model (and the command line) on what an undo did."""
+    edit = done.edit
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(edit.time))
+    what = f"edit {edit.id} ({edit.tool or 'edit'} at {when})"
+    if done.record is None:
+        return f"Nothing to write: {shown} already has its content from before {what}."
+    state = "removed it (the edit had created it)" if edit.created else "restored its content from before it"
+    return (
+        f"Undid {what} of {shown}: {state}. This undo is edit {done.record.id}; undoing the file again "
+        "reverts it."
+    )
+
+
+TOOL = UndoTool
