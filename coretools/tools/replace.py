@@ -13,7 +13,6 @@ from coretools.sandbox.paths import Location
 from coretools.tools import textedit as te
 from coretools.tools.base import ToolContext, ToolResult
 
-_UNESCAPES = (("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\'", "'"), ("\\`", "`"), ("\\\\", "\\"))
 _SPLIT_EDIT = (
     "Make the change in smaller steps: replace fewer occurrences per call (a lower expected_replacements, with "
     "more context in old_string to single them out) or use a shorter new_string; to produce a large file, "
@@ -25,8 +24,8 @@ class Replace(te.EditTool):
     name = "replace"
     title = "Edit file (replace text)"
     hint = (
-        "change part of a file by exact literal match; include enough context to be unique, and set "
-        "expected_replacements to change several occurrences."
+        "change part of a file by literal match (whitespace and escaping near misses are recovered); include "
+        "enough context to be unique, and set expected_replacements to change several occurrences."
     )
     description = (
         "Replaces text within a file. By default replaces a single occurrence; set `expected_replacements` to "
@@ -40,10 +39,17 @@ class Replace(te.EditTool):
         "3. An empty `old_string` creates a new file with `new_string` as its content (the file must not exist).\n\n"
         "The edit is atomic. The file keeps its encoding (UTF-8, with or without BOM, or UTF-16/32 with BOM), its "
         "line endings (an `old_string` written with LF also matches a CRLF file) and its permissions; a file that "
-        "is not valid text in one of these encodings is refused rather than rewritten. When nothing matches, the "
-        "error shows the most similar lines of the file. The result shows the changed region and a unified diff."
+        "is not valid text in one of these encodings is refused rather than rewritten.\n\n"
+        "When `old_string` is not found literally, near misses are recovered, in this order, and the result says "
+        "which applied: the same lines ignoring indentation, trailing whitespace, tabs versus spaces and "
+        "blank-line indentation (`new_string` is then re-indented to the file's indentation); an over-escaped "
+        "pair (\\n, \\t, \\\" written as two characters), unescaped alike; the same tokens with different "
+        "whitespace between them; and, for blocks of 3 or more lines, the one clearly closest place (at least 90% "
+        "similar, no other within 5%). The first of these that matches decides, and its count must equal "
+        "`expected_replacements`. An ambiguous or too distant near miss changes nothing: the error shows the "
+        "nearest text with line numbers. The result shows the changed region and a unified diff."
     )
-    input_schema = {
+    input_schema = {  # noqa: RUF012 - read-only, as in every tool
         "type": "object",
         "properties": {
             "file_path": {
@@ -147,17 +153,8 @@ class Replace(te.EditTool):
         matches, newline_at = _find(text, old_string, breaks)
         expected = args["expected_replacements"]
         if not matches:
-            raise ToolError(_no_match_message(path, text, old_string), ErrorKind.EDIT_NO_OCCURRENCE_FOUND)
-        if len(matches) != expected:
-            lines = _line_numbers(text, [s for s, _ in matches[:10]])
-            where = ", ".join(map(str, lines)) + (", ..." if len(matches) > 10 else "")
-            raise ToolError(
-                f"Failed to edit, expected {_plural(expected, 'occurrence')} but found {len(matches)} for old_string "
-                f"in file: {path}. Nothing was changed. The occurrences start on line(s) {where}. To replace all of "
-                f"them, set expected_replacements to {len(matches)}; to change only one, include more surrounding "
-                "lines in old_string so that it matches exactly once.",
-                ErrorKind.EDIT_EXPECTED_OCCURRENCE_MISMATCH,
-            )
+            return _recovered_plan(loc, path, st, text, codec, breaks, args)
+        _check_count(path, text, [s for s, _ in matches[:10]], len(matches), expected, "")
         new_lf = te.to_lf(new_string)
         size = _edited_size(st.st_size, codec, te.to_lf(old_string), new_lf, matches, newline_at)
         if size > te.edit_limit():
@@ -178,6 +175,68 @@ class Replace(te.EditTool):
         return plan
 
 
+_HOW = {
+    "lines": "matched line by line ignoring whitespace",
+    "unescaped": "matched once unescaped",
+    "tokens": "matched ignoring whitespace between tokens",
+    "fuzzy": "matched fuzzily",
+}
+
+
+def _recovered_plan(loc: Location, path: str, st, text: str, codec: te.Codec, breaks: te.Newlines,
+                    args: dict[str, Any]) -> te.Plan:
+    """The plan of an edit whose old_string is not literally in the file: the near-miss cascade decides
+    where (or refuses, the file untouched); its replacements take the file's line endings."""
+    old_string: str = args["old_string"]
+    expected = args["expected_replacements"]
+    text_lf = te.to_lf(text) if breaks.crlf else text
+    found = te.recover(text_lf, te.to_lf(old_string), te.to_lf(args["new_string"]), check=_check_cancelled)
+    if not found.count:
+        raise ToolError(_no_match_message(path, text, old_string, found.nearest), ErrorKind.EDIT_NO_OCCURRENCE_FOUND)
+    _check_count(path, text_lf, [s for s, _ in found.spans[:10]], found.count, expected, found.strategy)
+    if breaks.crlf:
+        ends = iter(_original_indices(text, [i for span in found.spans for i in span]))
+        matches = list(zip(ends, ends))
+    else:
+        matches = found.spans
+    newline_at = _newline_rule(text, breaks)
+    reps = {s: te.with_newline(rep, newline_at(s, e)) for (s, e), rep in zip(matches, found.replacements)}
+    new, raw = _substitute(text, matches, lambda s, e: reps[s])
+    new, raw = _keep_final_newline(text, new, raw, breaks.dominant or "\n")
+    if new == text:
+        raise ToolError(
+            f"No changes to apply. The new content is identical to the current content in file: {path} "
+            f"(old_string {_HOW[found.strategy]}). Nothing was changed.",
+            ErrorKind.EDIT_NO_CHANGE,
+        )
+    size = len(codec.bom) + _encoded_len(new, codec)
+    if size > te.edit_limit():
+        what = f"replacing {_plural(expected, 'occurrence')} of old_string with new_string"
+        raise te.too_big(path, size, what, _SPLIT_EDIT)
+    plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st)
+    plan.notes = [found.note, *te.style_notes(codec, breaks)]
+    plan.spans = te.align(text, new, raw)
+    plan.render()
+    return plan
+
+
+def _check_count(path: str, text: str, starts: list[int], found: int, expected: int, strategy: str) -> None:
+    """Refuse unless exactly `expected` occurrences were found (by the literal search, or by the near-miss
+    `strategy` that decided: a looser one is never tried after it)."""
+    if found == expected:
+        return
+    lines = _line_numbers(text, starts)
+    where = ", ".join(map(str, lines)) + (", ..." if found > 10 else "")
+    how = f" ({_HOW[strategy]}, as it is not literally in the file)" if strategy else ""
+    raise ToolError(
+        f"Failed to edit, expected {_plural(expected, 'occurrence')} but found {found} for old_string{how} "
+        f"in file: {path}. Nothing was changed. The occurrences start on line(s) {where}. To replace all of "
+        f"them, set expected_replacements to {found}; to change only one, include more surrounding "
+        "lines in old_string so that it matches exactly once.",
+        ErrorKind.EDIT_EXPECTED_OCCURRENCE_MISMATCH,
+    )
+
+
 def _check_cancelled() -> None:
     """Raise if the call this worker thread serves was cancelled (by --call-timeout, say); a plan run outside
     AnyIO's worker threads has nothing to check."""
@@ -191,7 +250,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _edited_size(file_bytes: int, codec: te.Codec, old_lf: str, new_lf: str, matches, newline_at) -> int:  # noqa: ANN001
+def _edited_size(file_bytes: int, codec: te.Codec, old_lf: str, new_lf: str, matches, newline_at) -> int:
     """The file's size in bytes once each match is replaced, counted before anything is built.
 
     A match is `old_lf` with a "\\r" before some of its line breaks, and a replacement is `new_lf` with a
@@ -228,10 +287,21 @@ def _find(text: str, old_string: str, breaks: te.Newlines):
     """Non-overlapping occurrences of `old_string` in `text`, any line break in `old_string` matching the file's
     (LF, CRLF, or either in a mixed file); and, per occurrence, the line break its replacement should use."""
     old_lf = te.to_lf(old_string)
+    newline_at = _newline_rule(text, breaks)
     if not breaks.crlf:
-        return _find_all(text, old_lf), lambda s, e: "\n"
+        return _find_all(text, old_lf), newline_at
     if not breaks.mixed:
-        return _find_all(text, old_lf.replace("\n", "\r\n")), lambda s, e: "\r\n"
+        return _find_all(text, old_lf.replace("\n", "\r\n")), newline_at
+    return _find_either_break(text, old_lf), newline_at
+
+
+def _newline_rule(text: str, breaks: te.Newlines):
+    """The line break a replacement of text[s:e] uses: the file's, or in a mixed file the first one inside
+    the replaced text (the dominant one if it has none)."""
+    if not breaks.crlf:
+        return lambda s, e: "\n"
+    if not breaks.mixed:
+        return lambda s, e: "\r\n"
     dominant = breaks.dominant or "\n"
 
     def newline_at(s: int, e: int) -> str:
@@ -240,7 +310,7 @@ def _find(text: str, old_string: str, breaks: te.Newlines):
             return dominant
         return "\r\n" if first > s and text[first - 1] == "\r" else "\n"
 
-    return _find_either_break(text, old_lf), newline_at
+    return newline_at
 
 
 def _find_either_break(text: str, old_lf: str) -> list[tuple[int, int]]:
@@ -328,18 +398,16 @@ def _line_numbers(text: str, positions: list[int]) -> list[int]:
     return out
 
 
-def _no_match_message(path: str, text: str, old_string: str) -> str:
-    parts = [
+def _no_match_message(path: str, text: str, old_string: str, nearest: str = "") -> str:
+    parts = [(
         f"Failed to edit, 0 occurrences found for old_string in {path}. No edits made: the exact text in old_string "
-        "was not found. Ensure you're not escaping content incorrectly and check whitespace, indentation, and "
-        "context; old_string must match the file literally."
-    ]
-    unescaped = old_string
-    for escaped, plain in _UNESCAPES:
-        unescaped = unescaped.replace(escaped, plain)
-    if unescaped != old_string and _find(text, unescaped, te.newlines(text))[0]:
-        parts.append("old_string looks over-escaped: written with real newlines, tabs and quotes instead of \\n, \\t "
-                     "and \\\" it does occur in the file. Send the literal text.")
+        "was not found, nor anything near enough to it to edit safely (ignoring indentation and other whitespace, "
+        "over-escaping, or a few differing characters in one clearly closest place). Check the text with "
+        "read_file and copy it exactly."
+    )]
+    if nearest:
+        parts.append(nearest)
+        return "\n".join(parts)
     similar = te.similar_lines(text, old_string, check=_check_cancelled)
     if similar:
         parts.append(similar)

@@ -4,6 +4,7 @@
 - `placeholders`: omission-placeholder detection (`// ... rest of methods ...`);
 - `diff`: change spans, the unified diff and the snippet rendered from them;
 - `similar`: the "most similar lines" report of a failed match;
+- `nearmiss`, `indent`, `fuzzy`: where a near-miss old_string was meant to be, and its replacement re-indented;
 - `plan`: the plan of one edit and the size limit it is made within;
 - `edit_tool`: the options, the locked plan -> confirm -> write sequence and the result of both tools.
 
@@ -19,6 +20,7 @@ from coretools.tools.textedit.diff import Rendered, Span, align, snippet, unifie
 from coretools.tools.textedit.edit_tool import (
     EditOptions, EditTool, add_edit_arguments, apply, confirm, echo, edit_lock, result,
 )
+from coretools.tools.textedit.nearmiss import Recovery, recover
 from coretools.tools.textedit.placeholders import placeholder_line
 from coretools.tools.textedit.plan import MAX_EDIT_BYTES, Plan, edit_limit, limit_in_force, read_existing, too_big
 from coretools.tools.textedit.similar import similar_lines
@@ -28,4 +30,5 @@ __all__ = [
     "add_edit_arguments", "align", "apply", "confirm", "decode", "echo", "edit_limit", "edit_lock", "encode",
     "limit_in_force", "newlines", "placeholder_line", "read_existing", "result", "similar_lines", "snippet",
     "style_notes", "to_lf", "too_big", "unified_diff", "whole_file_spans", "with_newline",
+    "Recovery", "recover",
 ]
