@@ -86,6 +86,11 @@ class Published:
     validator: ArgumentValidator
 
 
+def _validator(tool: Tool, definition: types.Tool) -> ArgumentValidator:
+    """Validation of every dialect's names; an unknown name is answered with the published ones."""
+    return ArgumentValidator(tool.accepted_schema(), list(definition.input_schema.get("properties", {})))
+
+
 class ToolSet:
     """The published tools of one configuration. Building it builds every tool, each with its own options;
     a tool whose options cannot work raises `ConfigurationError` from here."""
@@ -94,6 +99,7 @@ class ToolSet:
         self.config = config
         self.unavailable: dict[str, str] = {}
         self._tools: dict[str, Published] = {}
+        self._other_names: dict[str, str] = {}  # a tool's name in the dialect not published -> the published
         candidates: list[Tool] = []
         for module in tool_modules():
             if hasattr(module, "TOOL"):
@@ -110,7 +116,10 @@ class ToolSet:
             if tool.name in self._tools:
                 logger.warning("tool %s is defined twice; keeping the first", tool.name)
                 continue
-            self._tools[tool.name] = Published(tool, tool.definition(), ArgumentValidator(tool.input_schema))
+            definition = tool.definition(config.schema_dialect)
+            self._tools[definition.name] = Published(tool, definition, _validator(tool, definition))
+            if definition.name != tool.name:
+                self._other_names[tool.name] = definition.name
 
     def options(self, cls: type) -> Any:
         """The options object of class `cls` this configuration holds, or its defaults."""
@@ -129,8 +138,11 @@ class ToolSet:
         return [p.definition for p in self._tools.values()]
 
     def get(self, name: str) -> Tool | None:
-        published = self._tools.get(name)
+        published = self._published(name)
         return published.tool if published else None
+
+    def _published(self, name: str) -> Published | None:
+        return self._tools.get(name) or self._tools.get(self._other_names.get(name, ""))
 
     def unknown_tool_message(self, name: str) -> str:
         close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.4)
@@ -168,8 +180,15 @@ class ToolSet:
         On expiry the tool is cancelled: the process groups it started are killed by the process runner's
         cancellation handling, and work it runs in threads stops at its next cancellation check (threads
         cannot be killed, so the tools keep such work bounded)."""
-        published = self._tools[name]
+        published = self._published(name)
+        assert published is not None, name
         args, problems = published.validator.validate(arguments)
+        problems = published.tool.missing(arguments) + problems
+        if not problems:
+            try:
+                args, problems = published.validator.validate(published.tool.translate(arguments or {}))
+            except ToolError as exc:
+                problems = [exc.message]
         if problems:
             lines = "\n".join(f"- {p}" for p in problems)
             return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", ErrorKind.INVALID_TOOL_PARAMS)

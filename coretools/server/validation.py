@@ -51,8 +51,11 @@ def _uses_only_supported(node: Any) -> bool:
 
 
 class ArgumentValidator:
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], listed: list[str] | None = None) -> None:
+        """`listed`: the top-level names an unknown-parameter message lists as known (the published ones,
+        when `schema` also accepts other dialects' names); every accepted name can still be a guess."""
         self.schema = schema
+        self.listed = sorted(listed) if listed is not None else None
         self._fallback = None if _uses_only_supported(schema) else _JsonSchemaFallback(schema)
 
     def validate(self, arguments: Any) -> tuple[dict[str, Any], list[str]]:
@@ -65,13 +68,13 @@ class ArgumentValidator:
         if self._fallback is not None:
             problems = self._fallback.problems(arguments)
         else:
-            _check(self.schema, arguments, "params", problems)
+            _check(self.schema, arguments, "params", problems, self.listed)
         if problems:
             return arguments, problems
         return _coerce(self.schema, _with_defaults(self.schema, arguments)), []
 
 
-def _check(schema: dict[str, Any], value: Any, where: str, out: list[str]) -> None:
+def _check(schema: dict[str, Any], value: Any, where: str, out: list[str], listed: list[str] | None = None) -> None:
     kind = schema.get("type")
     if kind is not None:
         kinds = kind if isinstance(kind, list) else [kind]
@@ -115,16 +118,16 @@ def _check(schema: dict[str, Any], value: Any, where: str, out: list[str]) -> No
                 out.append(f"{where} must have required property '{name}'")
         unknown = [k for k in value if k not in props]
         if unknown and props:
-            out.append(_unknown_message(where, unknown, sorted(props)))
+            out.append(_unknown_message(where, unknown, listed or sorted(props), sorted(props)))
         for name, sub in props.items():
             if name in value and isinstance(sub, dict):
                 _check(sub, value[name], f"{where}/{name}", out)
 
 
-def _unknown_message(where: str, unknown: list[str], known: list[str]) -> str:
+def _unknown_message(where: str, unknown: list[str], known: list[str], guesses: list[str] | None = None) -> str:
     parts = []
     for name in sorted(unknown):
-        guess = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        guess = difflib.get_close_matches(name, guesses or known, n=1, cutoff=0.5)
         parts.append(f"'{name}'" + (f" (did you mean '{guess[0]}'?)" if guess else ""))
     noun = "parameter" if len(parts) == 1 else "parameters"
     return f"{where} has unknown {noun} {', '.join(parts)}; known parameters: {', '.join(known)}"

@@ -148,6 +148,16 @@ class Tool:
     destructive: ClassVar[bool] = False
     idempotent: ClassVar[bool] = True
     open_world: ClassVar[bool] = False
+    # Dialects. Gemini CLI renamed parameters over time; a model may call with any version's names.
+    # `aliases`: a newer name of a published parameter, same meaning (newer name -> published name).
+    # `extra_properties`: parameters newer versions added; accepted in every dialect, published only in the
+    # latest one. `latest_name`/`latest_schema`: what `--schema-dialect latest` publishes (None: the same).
+    aliases: ClassVar[dict[str, str]] = {}
+    extra_properties: ClassVar[dict[str, dict[str, Any]]] = {}
+    latest_name: ClassVar[str | None] = None
+    latest_schema: ClassVar[dict[str, Any] | None] = None
+    # Required parameters a newer dialect supplies another way (besides aliases): published name -> its names.
+    required_via: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init__(self, options: Any = None) -> None:
         self.options = self.Options() if options is None else options
@@ -166,12 +176,62 @@ class Tool:
     async def aclose(self) -> None:
         """Called once when the server stops; release processes and other resources."""
 
-    def definition(self) -> types.Tool:
+    @classmethod
+    def accepted_schema(cls) -> dict[str, Any]:
+        """What a call is validated against: the published schema, every alias (typed as the parameter it
+        names, so a wrong type is reported under the name the caller used) and the newer parameters."""
+        props = dict(cls.input_schema.get("properties", {}))
+        props.update(cls.extra_properties)
+        for alias, target in cls.aliases.items():
+            props.setdefault(alias, props[target])
+        required = [n for n in cls.input_schema.get("required", []) if not cls._other_names(n)]
+        return {**cls.input_schema, "properties": props, "required": required}
+
+    @classmethod
+    def _other_names(cls, name: str) -> list[str]:
+        return [a for a, t in cls.aliases.items() if t == name] + list(cls.required_via.get(name, ()))
+
+    @classmethod
+    def missing(cls, args: Any) -> list[str]:
+        """A problem for each required parameter a call gives under none of its names."""
+        if args is not None and not isinstance(args, dict):
+            return []  # "params must be an object" says it all
+        given = args or {}
+        out = []
+        for name in cls.input_schema.get("required", []):
+            others = cls._other_names(name)
+            if not others or name in given or any(o in given for o in others):
+                continue
+            newer = ", ".join(repr(o) for o in others)
+            out.append(f"params must have required property '{name}' (or its newer name {newer})")
+        return out
+
+    @classmethod
+    def translate(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """A validated call in the published names: each alias becomes the parameter it names. An alias and
+        its published name given with different values is refused, naming both."""
+        out = dict(args)
+        for alias, target in cls.aliases.items():
+            if alias not in out:
+                continue
+            value = out.pop(alias)
+            if target in args and args[target] != value:
+                raise ToolError(
+                    f"Parameters '{alias}' and '{target}' are two names for the same thing ('{alias}' is the "
+                    f"newer Gemini CLI name) but were given different values ({_brief(value)} and "
+                    f"{_brief(args[target])}). Pass only one of them.",
+                    ErrorKind.INVALID_TOOL_PARAMS,
+                )
+            out[target] = value
+        return out
+
+    def definition(self, dialect: str = "seed") -> types.Tool:
+        latest = dialect == "latest"
         return types.Tool(
-            name=self.name,
+            name=(self.latest_name or self.name) if latest else self.name,
             title=self.title,
             description=self.description,
-            input_schema=self.input_schema,
+            input_schema=(self.latest_schema or self.input_schema) if latest else self.input_schema,
             annotations=types.ToolAnnotations(
                 title=self.title,
                 read_only_hint=self.read_only,
@@ -183,3 +243,8 @@ class Tool:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def _brief(value: Any, limit: int = 60) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."

@@ -17,6 +17,7 @@ from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, check_rg_argument
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
+from coretools.tools.dialects import latest_from
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.sandbox.matcher import globmatch
 from coretools.sandbox.patterns.glob import glob_escape, has_magic, split_literal_prefix
@@ -64,6 +65,15 @@ class Glob(Tool):
         },
         "required": ["pattern"],
     }
+    aliases = {"dir_path": "path"}
+    extra_properties = {
+        "respect_gemini_ignore": {
+            "type": "boolean",
+            "description": "Optional: whether to skip files matched by .geminiignore. Defaults to true.",
+            "default": True,
+        },
+    }
+    latest_schema = latest_from(input_schema, rename={"path": "dir_path"}, add=extra_properties)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await anyio.to_thread.run_sync(self._glob, args, ctx)
@@ -75,7 +85,9 @@ class Glob(Tool):
             raise ToolError("The 'pattern' parameter cannot be empty.", ErrorKind.INVALID_TOOL_PARAMS)
         check_rg_argument("pattern", pattern, MAX_GLOB_CHARS)
         scopes = search_scopes(ws, args.get("path"))
-        options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=True)
+        options = IgnoreOptions(
+            git=args["respect_git_ignore"], gemini=args.get("respect_gemini_ignore", True), defaults=True
+        )
         case_sensitive = args["case_sensitive"]
         report = WalkReport()
         found: list[FileTable] = []  # scope by scope

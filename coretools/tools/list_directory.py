@@ -10,6 +10,7 @@ from coretools.errors import ErrorKind, ProtectedPath, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import DirEntry, Location
+from coretools.tools.dialects import latest_from
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.sandbox.matcher import name_matches
 
@@ -56,6 +57,8 @@ class ListDirectory(Tool):
         },
         "required": ["path"],
     }
+    aliases = {"dir_path": "path"}
+    latest_schema = latest_from(input_schema, rename={"path": "dir_path"})
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await anyio.to_thread.run_sync(self._list, args, ctx)

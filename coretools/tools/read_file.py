@@ -20,6 +20,7 @@ from coretools.tools.base import (
     image_block,
     text_block,
 )
+from coretools.tools.dialects import latest_from
 from coretools.tools.filetypes import MAX_LINE_CHARS, SNIFF_BYTES, classify, read_window, window_of_content
 
 DEFAULT_LIMIT = 2000
@@ -63,6 +64,47 @@ class ReadFile(Tool):
         },
         "required": ["absolute_path"],
     }
+    aliases = {"file_path": "absolute_path"}
+    extra_properties = {
+        "start_line": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Optional: for text files, the 1-based line number to start reading from.",
+        },
+        "end_line": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Optional: for text files, the 1-based line number to stop reading at (inclusive).",
+        },
+    }
+    latest_schema = latest_from(
+        input_schema, rename={"absolute_path": "file_path"}, drop=("offset", "limit"), add=extra_properties
+    )
+
+    @classmethod
+    def translate(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """The newest dialect's 1-based, inclusive `start_line`/`end_line` as the published 0-based `offset`
+        and line count `limit`."""
+        args = super().translate(args)
+        if "start_line" not in args and "end_line" not in args:
+            return args
+        if "offset" in args or "limit" in args:
+            raise ToolError(
+                "Give either start_line/end_line (1-based lines, inclusive) or offset/limit (0-based offset and a "
+                "line count), not both.",
+                ErrorKind.INVALID_TOOL_PARAMS,
+            )
+        start = args.pop("start_line", 1)
+        end = args.pop("end_line", None)
+        if end is not None and end < start:
+            raise ToolError(
+                f"end_line ({end}) is before start_line ({start}); both are 1-based and inclusive.",
+                ErrorKind.INVALID_TOOL_PARAMS,
+            )
+        args["offset"] = start - 1
+        if end is not None:
+            args["limit"] = end - start + 1
+        return args
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace

@@ -12,6 +12,7 @@ import anyio.from_thread
 from coretools.errors import ToolError
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.paths import Location, WalkReport
+from coretools.tools.dialects import latest_from
 from coretools.tools.base import Tool, ToolContext, ToolResult, audio_block, blob_block, image_block, text_block
 from coretools.tools.filetypes import SNIFF_BYTES, classify, extension, read_window
 from coretools.sandbox.matcher import globmatch
@@ -102,6 +103,39 @@ class ReadManyFiles(Tool):
         },
         "required": ["paths"],
     }
+    latest_schema = latest_from(
+        input_schema,
+        drop=("paths", "respect_git_ignore"),
+        add={
+            "include": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "minLength": 1},
+                "description": "Files, directories or glob patterns relative to the primary root, e.g. "
+                "['src/**/*.ts'], ['README.md', 'docs/'].",
+            },
+            "file_filtering_options": {
+                "type": "object",
+                "description": "Optional: whether to honour .gitignore and .geminiignore (both true by default).",
+                "properties": {
+                    "respect_git_ignore": {"type": "boolean", "description": "Skip files .gitignore matches."},
+                    "respect_gemini_ignore": {"type": "boolean", "description": "Skip files .geminiignore matches."},
+                },
+            },
+        },
+        required=["include"],
+    )
+    extra_properties = {"file_filtering_options": latest_schema["properties"]["file_filtering_options"]}
+
+    required_via = {"paths": ("include",)}
+
+    @classmethod
+    def translate(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """Later Gemini CLI versions name the files to read `include`, with no `paths`."""
+        if "paths" not in args and args.get("include"):
+            args = {**args, "paths": args["include"]}
+            del args["include"]
+        return super().translate(args)
 
     @classmethod
     def add_arguments(cls, parser) -> None:  # noqa: ANN001
@@ -120,7 +154,10 @@ class ReadManyFiles(Tool):
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         patterns = [p.replace("\\", "/") for p in [*args["paths"], *(args.get("include") or [])]]
-        options = IgnoreOptions(git=args["respect_git_ignore"], gemini=True, defaults=args["useDefaultExcludes"])
+        filtering = args.get("file_filtering_options") or {}
+        git = filtering.get("respect_git_ignore", args["respect_git_ignore"])
+        gemini = filtering.get("respect_gemini_ignore", True)
+        options = IgnoreOptions(git=git, gemini=gemini, defaults=args["useDefaultExcludes"])
         excludes = list(args.get("exclude") or [])
         if args["useDefaultExcludes"]:
             excludes += DEFAULT_FILE_EXCLUDES

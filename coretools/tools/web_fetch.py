@@ -237,6 +237,8 @@ class WebFetch(Tool):
         },
         "required": ["prompt"],
     }
+    # The newest Gemini CLI's direct mode names one URL; a prompt holding just that URL does the same here.
+    aliases = {"url": "prompt"}
     read_only = True
     idempotent = True
     open_world = True

@@ -101,6 +101,20 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return tools
 
 
+@pytest.fixture(scope="module")
+def published_latest(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    root = tmp_path_factory.mktemp("schemas-latest")
+    out = subprocess.run(
+        [sys.executable, "-m", "coretools", "tools", "--root", str(root), "--schema-dialect", "latest"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(out.stdout)["tools"]
+
+
 # -- the checker itself can fail -----------------------------------------------------------------------
 
 
@@ -147,6 +161,21 @@ def test_checker_accepts_a_good_schema() -> None:
 def test_every_published_schema_is_gemini_safe(published: list[dict]) -> None:
     problems = {t["name"]: gemini_problems(t["inputSchema"]) for t in published}
     assert {name: p for name, p in problems.items() if p} == {}
+
+
+def test_the_latest_dialect_is_gemini_safe_and_speaks_the_newest_names(published_latest: list[dict]) -> None:
+    from google.genai import types as gtypes
+
+    problems = {t["name"]: gemini_problems(t["inputSchema"]) for t in published_latest}
+    assert {name: p for name, p in problems.items() if p} == {}
+    for tool in published_latest:
+        gtypes.Schema.model_validate(tool["inputSchema"])
+    by_name = {t["name"]: t["inputSchema"] for t in published_latest}
+    assert by_name["read_file"]["required"] == ["file_path"]
+    assert set(by_name["read_file"]["properties"]) == {"file_path", "start_line", "end_line"}
+    assert by_name["list_directory"]["required"] == ["dir_path"]
+    assert "dir_path" in by_name["glob"]["properties"] and "respect_gemini_ignore" in by_name["glob"]["properties"]
+    assert by_name["read_many_files"]["required"] == ["include"]
 
 
 def test_every_published_schema_parses_as_a_genai_schema(published: list[dict]) -> None:
@@ -231,7 +260,7 @@ def problems_of(result) -> list[str]:
         ("glob", {}, "params must have required property 'pattern'"),
         ("glob", {"pattern": "*", "case_sensitive": "yes"}, "params/case_sensitive must be a boolean"),
         ("glob", {"pattern": ["*"]}, "params/pattern must be a string"),
-        ("glob", {"pattern": "*", "dir_path": "."}, "unknown parameter 'dir_path'"),
+        ("glob", {"pattern": "*", "dir_pth": "."}, "unknown parameter 'dir_pth' (did you mean 'dir_path'?)"),
         ("read_many_files", {}, "params must have required property 'paths'"),
         ("read_many_files", {"paths": []}, "params/paths must NOT have fewer than 1 items"),
         ("read_many_files", {"paths": [""]}, "params/paths/0 must NOT have fewer than 1 characters"),
@@ -255,7 +284,7 @@ async def test_all_violations_in_one_result(root: Path) -> None:
     text = text_of(result)
     assert text.splitlines()[0] == "Invalid parameters for read_file:"
     got = problems_of(result)
-    assert "params must have required property 'absolute_path'" in got
+    assert "params must have required property 'absolute_path' (or its newer name 'file_path')" in got
     assert "params/offset must be >= 0" in got
     assert any(p.startswith("params/limit must be an integer") for p in got)
     unknown = [p for p in got if "unknown parameter" in p]
@@ -305,7 +334,7 @@ async def test_non_object_arguments(root: Path, arguments: Any) -> None:
 @pytest.mark.anyio
 async def test_missing_arguments_count_as_empty_object(root: Path) -> None:
     result = await call_tool(root, "read_file", None)
-    assert problems_of(result) == ["params must have required property 'absolute_path'"]
+    assert problems_of(result) == ["params must have required property 'absolute_path' (or its newer name 'file_path')"]
 
 
 @pytest.mark.anyio
