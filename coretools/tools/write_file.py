@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location
@@ -20,8 +22,10 @@ class WriteFile(te.EditTool):
         "directories inside the workspace) if it does not. The write is atomic: the file is never left half-written. "
         "An existing file keeps its encoding (UTF-8, with or without BOM, or UTF-16/32 with BOM), its line-ending "
         "style (CRLF or LF) and its permissions; nothing is appended to the content. Provide the complete file: "
-        "content with an omission placeholder line such as '// ... rest of methods ...' is refused. To change part "
-        "of a file, prefer the 'replace' tool. The result shows the changed region and a unified diff."
+        "content with an omission placeholder such as '// ... existing code ...' or '# rest of the file unchanged' in "
+        "place of real lines is refused. To change part of a file, prefer the 'replace' tool. The result shows the "
+        "change as a compact diff numbered with the file's new line numbers, and notes a syntax error the write "
+        "introduced."
     )
     input_schema = {
         "type": "object",
@@ -49,12 +53,12 @@ class WriteFile(te.EditTool):
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         content: str = args["content"]
         loc = ctx.workspace.locate(args["file_path"])
-        found = te.placeholder_line(content)
+        found = await self._omission(ctx, loc, content)
         if found is not None:
             raise ToolError(
-                f"`content` contains an omission placeholder ({found!r}): it looks like part of the file was left "
-                "out. Nothing was written. Provide the complete file content, or use 'replace' to change only part "
-                "of the file.",
+                f"`content` contains an omission placeholder ({found!r}): it looks like a placeholder for omitted "
+                "code, and writing it would lose that code. Nothing was written. Provide the "
+                "complete file content, or use 'replace' to change only part of the file.",
                 ErrorKind.INVALID_TOOL_PARAMS,
             )
         plan, outcome = await self.edit(ctx, loc, args)
@@ -65,6 +69,25 @@ class WriteFile(te.EditTool):
         else:
             headline = f"Successfully overwrote file: {outcome.path}."
         return te.result(plan, headline, args, "`content`", content)
+
+    async def _omission(self, ctx: ToolContext, loc: Location, content: str) -> str | None:
+        """The placeholder line of `content` that stands for omitted code (see `te.omission`): any in a new
+        file, as Gemini CLI refuses; in an existing one only a new placeholder where old lines are gone. The
+        file is read only when `content` has a placeholder at all."""
+        if te.placeholder_line(content, loc.shown) is None:
+            return None
+        return await anyio.to_thread.run_sync(self._omission_in_file, ctx.workspace, loc, content)
+
+    def _omission_in_file(self, ws: Workspace, loc: Location, content: str) -> str | None:
+        with te.limit_in_force(self.options.edit_limit):
+            existing = te.read_existing(ws, loc)
+        if existing is None:
+            return te.omission(content, None, loc.shown)
+        try:
+            old, _ = te.decode(existing[1])
+        except te.NotText:
+            return te.omission(content, None, loc.shown)
+        return te.omission(te.to_lf(content), te.to_lf(old), loc.shown)
 
     def plan(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> te.Plan | None:
         content: str = args["content"]

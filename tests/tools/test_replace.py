@@ -26,20 +26,18 @@ def body(n: int = 20) -> str:
 # -- basics and the result --------------------------------------------------------------------------------
 
 
-async def test_single_replacement_result_has_message_snippet_and_diff(root: Path) -> None:
+async def test_single_replacement_result_is_one_compact_numbered_diff(root: Path) -> None:
     f = root / "a.txt"
     f.write_text(body())
     res = await replace(root, str(f), "line 10\n", "LINE TEN\n")
     assert not res.is_error, text_of(res)
     assert f.read_text() == body().replace("line 10\n", "LINE TEN\n")
-    assert len(res.content) == 2
-    message, diff = res.content[0].text, res.content[1].text
-    assert message.startswith(f"Successfully modified file: {f} (1 replacement).")
-    assert "Here is the updated code:\n...\nline 5\n" in message  # 5 lines of context, gap marker
-    assert "LINE TEN\nline 11\n" in message and message.endswith("line 15\n...")
-    assert "line 4" not in message and "line 16" not in message
-    assert diff.splitlines()[:3] == [f"--- {f}\t(original)", f"+++ {f}\t(new)", "@@ -7,7 +7,7 @@"]
-    assert "-line 10\n+LINE TEN\n line 11" in diff
+    assert len(res.content) == 1
+    assert res.content[0].text.splitlines() == [
+        f"Successfully modified file: {f} (1 replacement).",
+        "Diff (numbered with the lines of the file as it is now):",
+        "@@ -7,7 +7,7 @@", "  7|line 7", "  8|line 8", "  9|line 9", "-  |line 10", "+10|LINE TEN", " 11|line 11", " 12|line 12", " 13|line 13",
+    ]
 
 
 async def test_relative_path_is_relative_to_primary_root(root: Path) -> None:
@@ -145,7 +143,7 @@ async def test_empty_old_string_creates_file_with_parents(root: Path) -> None:
     assert (root / "new/dir/f.txt").read_bytes() == b"hello\nworld"
     msg = text_of(res)
     assert msg.startswith(f"Created new file: {root}/new/dir/f.txt with provided content.")
-    assert res.content[1].text.startswith("--- /dev/null\n+++ ")
+    assert msg.endswith("Content, numbered:\n1|hello\n2|world\n\\ No newline at end of file")
 
 
 async def test_empty_old_string_on_existing_file_is_an_error(root: Path) -> None:
@@ -212,7 +210,8 @@ async def test_crlf_file_stays_crlf_and_lf_old_string_matches(root: Path) -> Non
     assert not res.is_error, text_of(res)
     assert f.read_bytes() == b"uno\r\ndos\r\nmas\r\nthree\r\n"
     assert "Kept the file's CRLF line endings." in text_of(res)
-    assert "\r" not in res.content[1].text
+    assert "\r" not in text_of(res)
+    assert "-  |two" not in text_of(res) and "+2|dos" in text_of(res) and " 4|three" in text_of(res)
 
 
 @pytest.mark.parametrize(
@@ -308,7 +307,7 @@ async def test_two_replacements_on_one_line_render_one_hunk(root: Path) -> None:
     res = await replace(root, str(f), "x", "y", expected_replacements=2)
     assert not res.is_error
     assert f.read_text() == "y a y\nkeep\n"
-    assert res.content[1].text.split("\n")[2:5] == ["@@ -1,2 +1,2 @@", "-x a x", "+y a y"]
+    assert text_of(res).split("\n")[2:5] == ["@@ -1,2 +1,2 @@", "- |x a x", "+1|y a y"]
 
 
 async def test_large_diff_is_truncated_with_a_note(root: Path) -> None:
@@ -316,8 +315,7 @@ async def test_large_diff_is_truncated_with_a_note(root: Path) -> None:
     f.write_text("v\n" * 3000)
     res = await replace(root, str(f), "v\n" * 3000, "w\n" * 3000)
     assert not res.is_error
-    assert "diff truncated" in res.content[1].text and len(res.content[1].text.splitlines()) < 500
-    assert "snippet truncated" in res.content[0].text
+    assert "more lines not shown" in text_of(res) and len(text_of(res)) < 13000
 
 
 # -- published schema ------------------------------------------------------------------------------------

@@ -24,10 +24,10 @@ async def test_creates_file_and_missing_parents(root: Path) -> None:
     assert not res.is_error, text_of(res)
     assert (root / "a/b/c.txt").read_bytes() == b"hello\nworld\n"
     msg = text_of(res)
+    assert len(res.content) == 1
     assert res.content[0].text == (
-        f"Successfully created and wrote to new file: {root}/a/b/c.txt.\nHere is the new file:\nhello\nworld"
+        f"Successfully created and wrote to new file: {root}/a/b/c.txt.\nContent, numbered:\n1|hello\n2|world"
     )
-    assert res.content[1].text == f"--- /dev/null\n+++ {root}/a/b/c.txt\t(new)\n@@ -0,0 +1,2 @@\n+hello\n+world"
     assert msg
 
 
@@ -49,11 +49,11 @@ async def test_overwrite_reports_changed_region_and_diff(root: Path) -> None:
     res = await write(root, str(f), "\n".join(lines) + "\n")
     assert not res.is_error, text_of(res)
     assert f.read_text() == "\n".join(lines) + "\n"
-    message, diff = res.content[0].text, res.content[1].text
-    assert message.startswith(f"Successfully overwrote file: {f}.\nHere is the updated code:\n...\nl10\n")
-    assert message.endswith("CHANGED\nl16\nl17\nl18\nl19\nl20\n...")
-    assert diff.splitlines() == [f"--- {f}\t(original)", f"+++ {f}\t(new)", "@@ -12,7 +12,7 @@", " l12", " l13",
-                                 " l14", "-l15", "+CHANGED", " l16", " l17", " l18"]
+    assert len(res.content) == 1
+    assert res.content[0].text.splitlines() == [
+        f"Successfully overwrote file: {f}.", "Diff (numbered with the lines of the file as it is now):",
+        "@@ -12,7 +12,7 @@", " 12|l12", " 13|l13", " 14|l14", "-  |l15", "+15|CHANGED", " 16|l16", " 17|l17", " 18|l18",
+    ]
 
 
 async def test_unchanged_content_is_not_rewritten(root: Path) -> None:
@@ -158,7 +158,7 @@ async def test_line_endings(root: Path, initial: bytes | None, content: str, exp
     if note:
         assert note in text_of(res)
     if not expected.endswith(b"\n"):
-        assert "\\ No newline at end of file" in res.content[1].text
+        assert "\\ No newline at end of file" in text_of(res)
 
 
 @pytest.mark.parametrize(
@@ -218,8 +218,8 @@ async def test_big_rewrite_is_summarised_not_dumped(root: Path) -> None:
     f.write_text("".join(f"old {i}\n" for i in range(5000)))
     res = await write(root, str(f), "".join(f"new {i}\n" for i in range(5000)))
     assert not res.is_error
-    assert "diff truncated" in res.content[1].text and "snippet truncated" in res.content[0].text
-    assert len(res.content[1].text) < 20000
+    assert len(res.content) == 1 and "more lines not shown" in text_of(res)
+    assert len(text_of(res)) < 13000
 
 
 # -- schema and confirmation --------------------------------------------------------------------------------

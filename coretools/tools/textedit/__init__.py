@@ -1,8 +1,9 @@
 """What write_file and replace share, one noun per module:
 
 - `codec`: faithful decoding and encoding (UTF-8, with or without BOM, UTF-16/32 with BOM) and line endings;
-- `placeholders`: omission-placeholder detection (`// ... rest of methods ...`);
-- `diff`: change spans, the unified diff and the snippet rendered from them;
+- `placeholders`: omission-placeholder detection (`// ... existing code ...`);
+- `diff`: change spans, the unified diff and the compact numbered diff rendered from them;
+- `syntax`: the note on a syntax error an edit introduced;
 - `similar`: the "most similar lines" report of a failed match;
 - `nearmiss`, `indent`, `fuzzy`: where a near-miss old_string was meant to be, and its replacement re-indented;
 - `plan`: the plan of one edit and the size limit it is made within;
@@ -16,19 +17,23 @@ from __future__ import annotations
 from coretools.tools.textedit.codec import (
     UTF8, Codec, Newlines, NotText, decode, encode, newlines, style_notes, to_lf, with_newline,
 )
-from coretools.tools.textedit.diff import Rendered, Span, align, snippet, unified_diff, whole_file_spans
+from coretools.tools.textedit.diff import (
+    Rendered, Span, align, compact_diff, numbered, snippet, unified_diff, whole_file_spans,
+)
 from coretools.tools.textedit.edit_tool import (
     EditOptions, EditTool, add_edit_arguments, apply, confirm, echo, edit_lock, result,
 )
 from coretools.tools.textedit.nearmiss import Recovery, recover
-from coretools.tools.textedit.placeholders import placeholder_line
+from coretools.tools.textedit.placeholders import omission, placeholder_line
 from coretools.tools.textedit.plan import MAX_EDIT_BYTES, Plan, edit_limit, limit_in_force, read_existing, too_big
 from coretools.tools.textedit.similar import similar_lines
+from coretools.tools.textedit.syntax import syntax_note
 
 __all__ = [
     "MAX_EDIT_BYTES", "UTF8", "Codec", "EditOptions", "EditTool", "Newlines", "NotText", "Plan", "Rendered", "Span",
     "add_edit_arguments", "align", "apply", "confirm", "decode", "echo", "edit_limit", "edit_lock", "encode",
     "limit_in_force", "newlines", "placeholder_line", "read_existing", "result", "similar_lines", "snippet",
     "style_notes", "to_lf", "too_big", "unified_diff", "whole_file_spans", "with_newline",
+    "compact_diff", "numbered", "omission", "syntax_note",
     "Recovery", "recover",
 ]

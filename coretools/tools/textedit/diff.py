@@ -1,16 +1,19 @@
-"""Changes as spans of the old and new text, and what is rendered from them: the unified diff and the snippet
-of the new text. Working from spans, even a 50 MB file is diffed without splitting it into lines.
+"""Changes as spans of the old and new text, and what is rendered from them: the unified diff (shown to the
+user who confirms an edit) and the compact numbered diff (the result the model reads). Working from spans, even a 50 MB file is diffed without splitting it into lines.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 DIFF_CONTEXT = 3
-SNIPPET_CONTEXT = 5
 MAX_DIFF_LINES = 400
-MAX_SNIPPET_LINES = 400
+# The result of an edit: at most this many diff lines and characters, and characters shown of one line.
+MAX_COMPACT_LINES = 200
+MAX_COMPACT_CHARS = 12000
+MAX_SHOWN_LINE = 400
 
 
 @dataclass
@@ -185,7 +188,101 @@ def unified_diff(old: str, new: str, spans: list[Span], old_label: str, new_labe
     return _capped(out, limit, "diff")
 
 
-def snippet(new: str, spans: list[Span], context: int = SNIPPET_CONTEXT, limit: int = MAX_SNIPPET_LINES) -> Rendered:
+def compact_diff(old: str, new: str, spans: list[Span], context: int = DIFF_CONTEXT,
+                 max_lines: int = MAX_COMPACT_LINES, max_chars: int = MAX_COMPACT_CHARS) -> Rendered:
+    """The change as the model sees it: hunk headers, then each line marked ` `, `-` or `+` and numbered with
+    its line in the new file (a removed line has no number), `|`, and the text. Lines are rendered lazily and
+    stop at `max_lines` lines or `max_chars` characters, with a last line saying how many were left out."""
+    groups = _groups(spans, context, "old")
+    if not groups:
+        return Rendered("")
+    width = len(str(max(1, _last_new_line(new, groups[-1], context))))
+    return _bounded(_hunks(old, new, groups, context, width), max_lines, max_chars, _total(old, groups, context))
+
+
+def numbered(text: str, max_lines: int = MAX_COMPACT_LINES, max_chars: int = MAX_COMPACT_CHARS) -> Rendered:
+    """A whole (new) text, each line numbered, within the same bounds as `compact_diff`."""
+    total = _line_count(text, 0, len(text))
+    width = len(str(max(1, total)))
+    return _bounded(_marked(text, 0, len(text), "", 1, width), max_lines, max_chars, total)
+
+
+def _hunks(old: str, new: str, groups: list[list[Span]], context: int, width: int) -> Iterator[str]:
+    for group in groups:
+        first, last = group[0], group[-1]
+        start, lead = _back(old, first.os, context)
+        end, trail = _forward(old, last.oe, context)
+        old_n = new_n = lead + trail
+        for i, span in enumerate(group):
+            between = old.count("\n", group[i - 1].oe, span.os) if i else 0
+            old_n += between + span.old_count
+            new_n += between + span.new_count
+        o_start = first.old_line - lead + (1 if old_n else 0)
+        n_start = first.new_line - lead + (1 if new_n else 0)
+        yield f"@@ -{o_start},{old_n} +{n_start},{new_n} @@"
+        number = first.new_line - lead + 1
+        yield from _marked(old, start, first.os, " ", number, width)
+        for i, span in enumerate(group):
+            if i:
+                gap_start = group[i - 1].oe
+                yield from _marked(old, gap_start, span.os, " ", span.new_line - old.count("\n", gap_start,
+                                                                                            span.os) + 1, width)
+            yield from _marked(old, span.os, span.oe, "-", 0, width)
+            yield from _marked(new, span.ns, span.ne, "+", span.new_line + 1, width)
+        tail_number = last.new_line + last.new_count + 1
+        yield from _marked(old, last.oe, end, " ", tail_number, width)
+
+
+def _marked(text: str, a: int, b: int, mark: str, number: int, width: int) -> Iterator[str]:
+    """The lines of text[a:b], each `mark`, number (blank when 0), `|`, text; long lines cut short."""
+    pos = a
+    while pos < b:
+        nxt = text.find("\n", pos, b)
+        stop = b if nxt < 0 else nxt
+        line = text[pos:min(stop, pos + MAX_SHOWN_LINE + 1)]
+        if line.endswith("\r") and stop - pos <= MAX_SHOWN_LINE + 1:
+            line = line[:-1]
+        if stop - pos > MAX_SHOWN_LINE:
+            line = line[:MAX_SHOWN_LINE] + f"[... {stop - pos - MAX_SHOWN_LINE} more characters]"
+        label = str(number) if number else ""
+        yield f"{mark}{label:>{width}}|{line}"
+        if nxt < 0:
+            if b == len(text):
+                yield "\\ No newline at end of file"
+            return
+        number = number + 1 if number else 0
+        pos = nxt + 1
+
+
+def _last_new_line(new: str, group: list[Span], context: int) -> int:
+    last = group[-1]
+    return last.new_line + last.new_count + context
+
+
+def _total(old: str, groups: list[list[Span]], context: int) -> int:
+    """How many lines `_hunks` yields, without rendering them (end-of-file markers aside)."""
+    total = 0
+    for group in groups:
+        start, _ = _back(old, group[0].os, context)
+        end, _ = _forward(old, group[-1].oe, context)
+        total += 1 + _line_count(old, start, end) + sum(span.new_count for span in group)
+    return total
+
+
+def _bounded(lines: Iterator[str], max_lines: int, max_chars: int, total: int) -> Rendered:
+    out: list[str] = []
+    size = 0
+    for line in lines:
+        if len(out) >= max_lines or size + len(line) > max_chars:
+            left = max(total - len(out), 1)
+            out.append(f"[... {left} more lines not shown; read_file shows the file as it is now ...]")
+            return Rendered("\n".join(out), left)
+        out.append(line)
+        size += len(line) + 1
+    return Rendered("\n".join(out))
+
+
+def snippet(new: str, spans: list[Span], context: int = 5, limit: int = 400) -> Rendered:
     """The changed regions of the new text with `context` lines around them; gaps shown as `...`."""
     if not spans:
         return _capped(_plain_lines(new, 0, len(new)), limit, "content")
