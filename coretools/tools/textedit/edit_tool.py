@@ -11,11 +11,14 @@ from dataclasses import dataclass
 import anyio
 
 from coretools.errors import ErrorKind, ToolError
+from coretools.sandbox import journal
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WriteOutcome
 from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
-from coretools.tools.textedit.diff import snippet, unified_diff
+from coretools.tools.textedit import freshness
+from coretools.tools.textedit.diff import compact_diff, numbered, unified_diff
 from coretools.tools.textedit.plan import MAX_EDIT_BYTES, MIB, Plan, edit_limit, limit_in_force, too_big
+from coretools.tools.textedit.syntax import syntax_note
 
 MAX_CONFIRM_DIFF_LINES = 150
 MAX_ECHO_CHARS = 4000
@@ -32,6 +35,13 @@ class EditOptions:
 
     confirm: str = "none"
     max_edit_bytes: int = MAX_EDIT_BYTES
+    no_journal: bool = False
+    journal_max_entries: int = journal.DEFAULT_MAX_ENTRIES
+    journal_max_bytes: int = journal.DEFAULT_MAX_BYTES
+
+    @property
+    def journal_settings(self) -> journal.JournalSettings:
+        return journal.JournalSettings(not self.no_journal, self.journal_max_entries, self.journal_max_bytes).bounded()
 
     @property
     def confirm_edits(self) -> bool:
@@ -43,7 +53,8 @@ class EditOptions:
 
 
 def add_edit_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--confirm` and `--max-edit-bytes`, registered once for both editing tools."""
+    """`--confirm`, `--max-edit-bytes` and the journal's options, registered once for the editing tools."""
+    _add_journal_arguments(parser)
     if "--confirm" not in parser._option_string_actions:  # noqa: SLF001 - both editing tools call this
         parser.add_argument(
             "--confirm",
@@ -63,6 +74,33 @@ def add_edit_arguments(parser: argparse.ArgumentParser) -> None:
         help="largest file replace and write_file read to edit, and largest content one edit may produce; a "
         "bigger edit is refused before it is built, with an error saying how to split it "
         f"(default: {MAX_EDIT_BYTES}, i.e. {MAX_EDIT_BYTES // MIB} MiB)",
+    )
+
+
+def _add_journal_arguments(parser: argparse.ArgumentParser) -> None:
+    if "--no-journal" in parser._option_string_actions:
+        return
+    parser.add_argument(
+        "--no-journal",
+        action="store_true",
+        help="do not keep the edit journal (the content each write_file and replace replaced, kept in the user's "
+        "state directory for `coretools-mcp undo`); on by default",
+    )
+    parser.add_argument(
+        "--journal-max-entries",
+        type=int,
+        default=journal.DEFAULT_MAX_ENTRIES,
+        metavar="N",
+        help=f"edits the journal keeps per workspace, the oldest dropped first (default: {journal.DEFAULT_MAX_ENTRIES})",
+    )
+    parser.add_argument(
+        "--journal-max-bytes",
+        type=int,
+        default=journal.DEFAULT_MAX_BYTES,
+        metavar="BYTES",
+        help="previous content the journal keeps per workspace, the oldest dropped first; an edit of a file larger "
+        "than this is journaled without its content and cannot be undone "
+        f"(default: {journal.DEFAULT_MAX_BYTES}, i.e. {journal.DEFAULT_MAX_BYTES // MIB} MiB)",
     )
 
 
@@ -134,6 +172,8 @@ class EditTool(Tool):
         """`plan` under this server's edit limit; a plan whose content is over it is refused."""
         with limit_in_force(self.options.edit_limit):
             plan = self.plan(ws, loc, args)
+            if plan is not None:
+                plan.tool, plan.journal = self.name, self.options.journal_settings
             if plan is not None and len(plan.data) > edit_limit():
                 raise too_big(plan.path, len(plan.data), "the new content",
                               "Write a smaller file, or generate a large one with run_shell_command.")
@@ -141,39 +181,60 @@ class EditTool(Tool):
 
     async def edit(self, ctx: ToolContext, loc: Location, args: dict) -> tuple[Plan | None, WriteOutcome | None]:
         ws = ctx.workspace
+        views = ctx.views
         async with edit_lock(ws, loc):
+            accepted = None
+            if views is not None:
+                accepted = await anyio.to_thread.run_sync(freshness.check, ws, loc, views, self.options.edit_limit)
             plan = await anyio.to_thread.run_sync(self._bounded_plan, ws, loc, args)
             if plan is None:
                 return None, None
+            freshness.confirm_unchanged(accepted, plan.expect, plan.path)  # type: ignore[arg-type]
             if self.options.confirm_edits:
                 await confirm(ctx, plan, self.name)
             outcome = await anyio.to_thread.run_sync(apply, ws, plan)
+            if views is not None:
+                await anyio.to_thread.run_sync(freshness.remember, ws, loc, views, plan.data)
         plan.path = outcome.path
         return plan, outcome
 
 
 def apply(ws: Workspace, plan: Plan) -> WriteOutcome:
-    return ws.write_atomic(
-        plan.loc, plan.data, create_parents=True, must_not_exist=plan.must_not_exist,
-        expect=plan.expect,  # type: ignore[arg-type]
-    )
+    """Write the plan; the content it replaces is journaled first (unless `--no-journal`)."""
+    def write() -> WriteOutcome:
+        return ws.write_atomic(
+            plan.loc, plan.data, create_parents=True, must_not_exist=plan.must_not_exist,
+            expect=plan.expect,  # type: ignore[arg-type]
+        )
+
+    settings = plan.journal or EditOptions().journal_settings
+    return journal.journaled(ws, plan.loc, plan.data, plan.tool, settings, write)
 
 
 def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: str) -> ToolResult:
-    """Confirmation, notes, the user's own version if they modified the proposal (`modified_by_user`), the
-    changed region of the new file, and the unified diff as a second block."""
-    assert plan.diff is not None
+    """One text block: the confirmation, notes, the user's own version if they modified the proposal
+    (`modified_by_user`), a syntax error the edit introduced, and the change as a compact numbered diff (the
+    content, numbered, for a new file)."""
     parts = [headline, *plan.notes]
     if args.get("modified_by_user"):
         parts.append(f"User modified the {user_field} to be: {echo(user_value)}")
-    shot = snippet(plan.new, [] if plan.created else plan.spans)
-    label = "Here is the new file:" if plan.created else "Here is the updated code:"
-    text = " ".join(p for p in parts if p) + f"\n{label}\n{shot.text}"
-    return ToolResult([text_block(text), text_block(plan.diff.text)])
+    text = " ".join(p for p in parts if p)
+    note = syntax_note(plan.path, plan.old, plan.new)
+    if note:
+        text += f"\n{note}"
+    if plan.created:
+        shown = numbered(plan.new)
+        if shown.text:
+            text += f"\nContent, numbered:\n{shown.text}"
+    else:
+        shown = compact_diff(plan.old, plan.new, plan.spans)
+        if shown.text:
+            text += f"\nDiff (numbered with the lines of the file as it is now):\n{shown.text}"
+    return ToolResult([text_block(text)])
 
 
 def echo(value: str) -> str:
     """A user-supplied value repeated back in a message, within reason."""
     if len(value) <= MAX_ECHO_CHARS:
         return value
-    return value[:MAX_ECHO_CHARS] + f"[... {len(value) - MAX_ECHO_CHARS} more characters, see the code below ...]"
+    return value[:MAX_ECHO_CHARS] + f"[... {len(value) - MAX_ECHO_CHARS} more characters, see the diff below ...]"
