@@ -18,7 +18,6 @@ results all come back as error outcomes.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -47,7 +46,18 @@ from .convert import (
     outcome_from_result,
 )
 from .history import function_calls
-from .names import PrefixMode, publish_names, should_prefix
+from .instructions import PER_SERVER_LIMIT, TOTAL_LIMIT, ServerInstructions, render_blocks
+from .names import (
+    SEPARATOR,
+    NameCollisionError,
+    PrefixMode,
+    collisions,
+    describe_collisions,
+    publish_names,
+    sanitize_part,
+    should_prefix,
+)
+from .notices import ONCE, client_logger
 from .schema import Profile
 from .stdio import StdioServerProcess
 from .style import normalize_choice
@@ -55,7 +65,7 @@ from .style import normalize_choice
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
-logger = logging.getLogger(__name__)
+logger = client_logger(__name__)
 
 MAX_LIST_PAGES = 1000
 """A server whose ``tools/list`` never stops paginating is cut off here."""
@@ -120,6 +130,8 @@ class _Server:
         self.settled = anyio.Event()
         self.stop = anyio.Event()
         self.failure: ServerFailure | None = None
+        self.instructions = ""
+        self.transport_error_reported = False
         self.changes_send, self.changes_receive = anyio.create_memory_object_stream[None](1)
 
     def stderr_tail(self) -> str:
@@ -140,6 +152,14 @@ class Bridge:
     * ``tool_style``: the user's choice of call style for the loops, ``json`` (native function
       calling), ``xml`` (calls written in the text) or ``None``/``auto`` (decided per model and
       provider by :func:`coretools.client.style.resolve_tool_style`).
+    * ``server_instructions``: whether the loops put the servers' ``instructions`` in the
+      system instruction (see :mod:`coretools.client.instructions`); ``instruction_limits``
+      caps them, per server and in total, in characters.
+
+    With ``prefix="never"``, tool names that clash (the same name on two servers, names equal
+    after sanitising, a reserved name) make :meth:`start` raise
+    :class:`~coretools.client.names.NameCollisionError`. Tools offered by several servers are
+    reported once, as a warning naming them.
 
     Sessions use the ``initialize`` handshake (the 2025-era protocol every current host
     speaks), on which servers push ``notifications/tools/list_changed``.
@@ -155,6 +175,8 @@ class Bridge:
         confirm: Confirm | None = None,
         client_info: mcp_types.Implementation | None = None,
         tool_style: str | None = None,
+        server_instructions: bool = True,
+        instruction_limits: tuple[int, int] = (PER_SERVER_LIMIT, TOTAL_LIMIT),
     ) -> None:
         aliases = [s.alias for s in servers]
         if len(set(aliases)) != len(aliases):
@@ -165,9 +187,13 @@ class Bridge:
         self.reserved_names = frozenset(reserved_names)
         self.confirm = confirm
         self.tool_style = normalize_choice(tool_style)
+        self.server_instructions = server_instructions
+        self.instruction_limits = instruction_limits
         self.client_info = client_info or mcp_types.Implementation(name="coretools-bridge", version="0.1.0")
         self._servers = [_Server(config) for config in servers]
         self._published: dict[str, PublishedTool] = {}
+        self._prefixed = False
+        self._reported_duplicates: set[str] = set()
         self._task_group: anyio.abc.TaskGroup | None = None
         self.tools_version = 0
         """Increases whenever the published tool list is rebuilt (start, ``tools/list_changed``)."""
@@ -191,6 +217,7 @@ class Bridge:
         """Start every server concurrently and wait until each is connected or has failed."""
         if self._task_group is not None:
             raise RuntimeError("the bridge is already started")
+        ONCE.forget()  # each bridge reports what it finds, once
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
@@ -199,10 +226,10 @@ class Bridge:
                 task_group.start_soon(self._supervise, server, name=f"mcp-server:{server.config.alias}")
             for server in self._servers:
                 await server.settled.wait()
+            self._publish(strict=True)
         except BaseException:
             await self.aclose()
             raise
-        self._publish()
 
     async def aclose(self) -> None:
         """Close every session and stop every server process (and whatever they started)."""
@@ -223,6 +250,7 @@ class Bridge:
                 )
                 with anyio.fail_after(self.connect_timeout):
                     await session.initialize()
+                    server.instructions = session.instructions or ""
                     server.tools = await list_all_tools(session)
                 server.session = session
                 server.settled.set()
@@ -271,8 +299,9 @@ class Bridge:
                     server.changes_send.send_nowait(None)
                 except anyio.WouldBlock:
                     pass  # a re-listing is already pending and will see this change too
-            elif isinstance(message, Exception):
-                logger.warning("%s: transport error: %s", server.config.alias, message)
+            elif isinstance(message, Exception) and not server.transport_error_reported:
+                server.transport_error_reported = True
+                logger.warning("%s: transport error (later ones are not reported): %s", server.config.alias, message)
 
         return handle
 
@@ -290,21 +319,74 @@ class Bridge:
             logger.info("%s: tool list changed, now %d tools", server.config.alias, len(server.tools))
             self._publish()
 
-    def _publish(self) -> None:
+    def _publish(self, *, strict: bool = False) -> None:
+        """Rebuild the published names; ``strict`` (at start) turns a ``never`` clash into an error."""
         connected = [s for s in self._servers if s.session is not None]
         prefixed = should_prefix(self.prefix, len(connected))
         entries = [(s, tool) for s in connected for tool in s.tools if s.config.allows(tool.name)]
-        names = publish_names(
-            [(s.config.alias, tool.name) for s, tool in entries], prefixed=prefixed, reserved=self.reserved_names
-        )
+        pairs = [(s.config.alias, tool.name) for s, tool in entries]
+        self._check_collisions(pairs, prefixed, strict=strict)
+        self._report_duplicates(pairs)
+        names = publish_names(pairs, prefixed=prefixed, reserved=self.reserved_names)
         published: dict[str, PublishedTool] = {}
         for server, tool in entries:
             name = names[(server.config.alias, tool.name)]
-            published.setdefault(name, PublishedTool(name, server.config.alias, tool, server.config.trust))
+            published.setdefault(name, self._reuse(name, server, tool))
         self._published = published
+        self._prefixed = prefixed
         self.tools_version += 1
 
+    def _reuse(self, name: str, server: _Server, tool: mcp_types.Tool) -> PublishedTool:
+        """The already published entry when nothing about it changed (its sanitised schemas stay cached)."""
+        old = self._published.get(name)
+        if old is not None and old.alias == server.config.alias and old.tool == tool and old.trusted == server.config.trust:
+            return old
+        return PublishedTool(name, server.config.alias, tool, server.config.trust)
+
+    def _check_collisions(self, pairs: list[tuple[str, str]], prefixed: bool, *, strict: bool) -> None:
+        clashes = collisions(pairs, prefixed=prefixed, reserved=self.reserved_names)
+        if not clashes:
+            return
+        if self.prefix == "never" and strict:
+            raise NameCollisionError(clashes, self.reserved_names)
+        advice = "; use prefix auto or always, or includeTools/excludeTools" if self.prefix == "never" else ""
+        logger.warning("%s; they are published with a hash suffix%s", describe_collisions(clashes, self.reserved_names), advice)
+
+    def _report_duplicates(self, pairs: list[tuple[str, str]]) -> None:
+        """Warn, once per tool name, about tools that more than one server offers."""
+        offered: dict[str, list[str]] = {}
+        for alias, tool in pairs:
+            offered.setdefault(tool, []).append(alias)
+        shared = {tool: aliases for tool, aliases in offered.items() if len(set(aliases)) > 1}
+        new = {tool: aliases for tool, aliases in shared.items() if tool not in self._reported_duplicates}
+        if not new or self.prefix == "never":
+            return
+        self._reported_duplicates.update(new)
+        listed = "; ".join(f"{tool} ({', '.join(aliases)})" for tool, aliases in new.items())
+        logger.warning("tools offered by more than one server, published once per server under its prefix: %s", listed)
+
     # ---------------------------------------------------------------------------------- queries
+
+    @property
+    def instructions(self) -> list[ServerInstructions]:
+        """The instructions of the connected servers that sent any, in configuration order."""
+        return [
+            ServerInstructions(s.config.alias, s.instructions, self._tool_prefix(s.config.alias))
+            for s in self._servers
+            if s.session is not None and s.instructions.strip()
+        ]
+
+    def instruction_blocks(self) -> list[str]:
+        """What the loops add to the system instruction: one attributed, capped block per server.
+
+        Empty when the bridge was made with ``server_instructions=False``."""
+        if not self.server_instructions:
+            return []
+        per_server, total = self.instruction_limits
+        return render_blocks(self.instructions, per_server=per_server, total=total)
+
+    def _tool_prefix(self, alias: str) -> str:
+        return sanitize_part(alias) + SEPARATOR if self._prefixed else ""
 
     @property
     def failures(self) -> list[ServerFailure]:

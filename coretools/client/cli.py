@@ -15,12 +15,18 @@
   :func:`coretools.client.style.resolve_tool_style` for the provider and model.
 
 Each subcommand's ``func(args) -> int`` is its exit code: 0 success, 1 a tool or server
-failed (the output is still printed), 2 a usage or configuration error.
+failed (the output is still printed), 2 a usage or configuration error (including tool names
+that collide under ``--prefix never``), 141 when stdout was closed early (``... | head -1``):
+that ends the command quietly, without a traceback.
+
+``chat`` passes the servers' instructions to the model in its system instruction, after
+``--system``; ``--no-server-instructions`` leaves them out.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -34,13 +40,50 @@ from .bridge import Bridge, PublishedTool
 from .config import ConfigError, load_config
 from .convert import function_response_part
 from .loop import GEMINI_BASE_URL, GeminiHTTPError, RunResult, choose_tool_style, run_rest, supports_multimodal_function_responses
-from .names import PREFIX_MODES
+from .names import PREFIX_MODES, NameCollisionError
 from .openai_loop import OPENAI_BASE_URL, run_openai
 from .schema import PROFILES
 from .style import STYLE_CHOICES
 
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
 TOOL_STYLES = STYLE_CHOICES
 APIS = ("gemini", "openai")
+EXIT_CLOSED_PIPE = 141
+"""128 + SIGPIPE, what a shell reports for a command whose reader went away."""
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def quiet_on_closed_pipe(command: Command) -> Command:
+    """Run ``command``; if its reader closed stdout, stop quietly with :data:`EXIT_CLOSED_PIPE`.
+
+    The Python documentation's recipe (``signal`` module, "Note on SIGPIPE"): stdout is pointed
+    at ``/dev/null`` so that the interpreter's final flush does not fail a second time."""
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            code = command(args)
+            sys.stdout.flush()
+            return code
+        except BaseException as exc:
+            if not _is_closed_pipe(exc):
+                raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_CLOSED_PIPE
+
+    return run
+
+
+def _is_closed_pipe(exc: BaseException) -> bool:
+    """A ``BrokenPipeError``, or an exception group of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_closed_pipe(inner) for inner in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
 
 
 def register(subparsers: Any) -> None:
@@ -53,14 +96,14 @@ def register(subparsers: Any) -> None:
     _add_bridge_options(tools)
     tools.add_argument("--format", choices=("gemini", "openai"), default="gemini", help="declaration shape (default gemini)")
     tools.add_argument("--profile", choices=PROFILES, default="json", help="schema profile for --format gemini (default json)")
-    tools.set_defaults(func=tools_command)
+    tools.set_defaults(func=quiet_on_closed_pipe(tools_command))
 
     call = client_commands.add_parser("call", help="run one tool by its published name")
     _add_bridge_options(call)
     call.add_argument("name", help="the published tool name, e.g. fs__read_file")
     call.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object (default {})")
     call.add_argument("--format", choices=("json", "text"), default="json", help="print the functionResponse (json) or plain text")
-    call.set_defaults(func=call_command)
+    call.set_defaults(func=quiet_on_closed_pipe(call_command))
 
     chat = subparsers.add_parser("chat", help="chat with Gemini in the terminal, using the MCP servers' tools")
     _add_bridge_options(chat)
@@ -79,11 +122,17 @@ def register(subparsers: Any) -> None:
     )
     chat.add_argument("--provider", default=None, help="provider name for --tool-style auto (default: the --api name)")
     chat.add_argument("--profile", choices=PROFILES, default="json", help="schema profile for the declarations")
-    chat.add_argument("--system", default=None, help="a system instruction")
+    chat.add_argument("--system", default=None, help="a system instruction (the servers' instructions follow it)")
+    chat.add_argument(
+        "--no-server-instructions",
+        dest="server_instructions",
+        action="store_false",
+        help="leave the MCP servers' instructions out of the system instruction",
+    )
     chat.add_argument("--max-turns", type=int, default=20, help="model requests per question (default 20)")
     chat.add_argument("--no-stream", action="store_true", help="use generateContent instead of SSE streaming")
     chat.add_argument("--yes", action="store_true", help="run tools of untrusted servers without asking")
-    chat.set_defaults(func=chat_command)
+    chat.set_defaults(func=quiet_on_closed_pipe(chat_command))
 
 
 def _add_bridge_options(parser: argparse.ArgumentParser) -> None:
@@ -100,14 +149,23 @@ def _run_with_bridge(args: argparse.Namespace, body: Callable[[Bridge], Awaitabl
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+    bridge = Bridge(
+        configs,
+        prefix=args.prefix,
+        connect_timeout=args.connect_timeout,
+        server_instructions=getattr(args, "server_instructions", True),
+    )
+
     async def main() -> int:
-        async with Bridge(configs, prefix=args.prefix, connect_timeout=args.connect_timeout) as bridge:
-            for failure in bridge.failures:
-                print(f"warning: MCP server {failure}", file=sys.stderr)
+        # Failed servers are reported by the bridge's own warning, once.
+        async with bridge:
             return await body(bridge)
 
     try:
         return anyio.run(main)
+    except NameCollisionError as exc:
+        print(f"error: {exc}; choose --prefix auto or always, or drop tools with includeTools/excludeTools", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130

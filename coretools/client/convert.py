@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mcp.types as mcp_types
@@ -336,6 +336,48 @@ def content_text(content: Any) -> str:
     return str(content)
 
 
-def openai_tool_message(outcome: ToolOutcome, tool_call_id: str) -> dict[str, Any]:
-    """An OpenAI ``role: tool`` message (text only: OpenAI tool messages carry no images)."""
-    return {"role": "tool", "tool_call_id": tool_call_id, "content": outcome.as_text()}
+# --------------------------------------------------------------------------------------------
+# OpenAI-shaped results: text in the tool message, images in a user message after it
+
+OPENAI_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types Chat Completions accepts in ``image_url`` parts."""
+
+
+def openai_images(outcome: ToolOutcome) -> list[Media]:
+    return [m for m in outcome.media if m.mime_type in OPENAI_IMAGE_TYPES]
+
+
+def without_images(outcome: ToolOutcome) -> ToolOutcome:
+    """The outcome with the media an OpenAI user message can carry taken out."""
+    return replace(outcome, media=[m for m in outcome.media if m.mime_type not in OPENAI_IMAGE_TYPES])
+
+
+def image_url_parts(media: Iterable[Media]) -> list[dict[str, Any]]:
+    """``image_url`` content parts holding the images as ``data:`` URLs."""
+    return [{"type": "image_url", "image_url": {"url": f"data:{m.mime_type};base64,{m.data}"}} for m in media]
+
+
+def openai_tool_message(outcome: ToolOutcome, tool_call_id: str, *, images_follow: bool = False) -> dict[str, Any]:
+    """An OpenAI ``role: tool`` message.
+
+    Tool messages carry text only, so with ``images_follow`` the text says that the images
+    come in the next user message (:func:`openai_images_message`); without it they are noted
+    as not shown."""
+    images = openai_images(outcome) if images_follow else []
+    if not images:
+        return {"role": "tool", "tool_call_id": tool_call_id, "content": outcome.as_text()}
+    kinds = ", ".join(m.mime_type for m in images)
+    text = without_images(outcome).as_text() + f"\n[{len(images)} image(s) follow in the next user message: {kinds}]"
+    return {"role": "tool", "tool_call_id": tool_call_id, "content": text}
+
+
+def openai_images_message(outcomes: Sequence[ToolOutcome], tool_call_ids: Sequence[str]) -> dict[str, Any] | None:
+    """The ``user`` message that shows the images of a reply's tool results, each group
+    introduced by the call it belongs to; ``None`` when there are none."""
+    parts: list[dict[str, Any]] = []
+    for outcome, call_id in zip(outcomes, tool_call_ids):
+        images = openai_images(outcome)
+        if images:
+            parts.append({"type": "text", "text": f"The image(s) returned by tool call {call_id} ({outcome.name}):"})
+            parts += image_url_parts(images)
+    return {"role": "user", "content": parts} if parts else None

@@ -38,6 +38,7 @@ import httpx2
 from .bridge import Bridge
 from .convert import ToolOutcome
 from .history import StreamAccumulator, function_calls, response_text
+from .instructions import merged_content
 from .schema import Profile
 from .style import StylePolicy, ToolStyle, normalize_choice, resolve_tool_style
 from .xml_dispatch import TextCalls, answer_text_calls
@@ -341,7 +342,11 @@ async def run_loop(
     style_policy: StylePolicy | None = None,
     on_event: EventHandler | None = None,
 ) -> RunResult:
-    """Drive model and tools until the model answers without calls, or ``max_turns`` requests."""
+    """Drive model and tools until the model answers without calls, or ``max_turns`` requests.
+
+    The ``systemInstruction`` is ``system_instruction`` (the user's, first), then one part per
+    server with instructions (:meth:`Bridge.instruction_blocks`), then, in the xml style, the
+    tool section."""
     contents = initial_contents(prompt)
     style = choose_tool_style(
         bridge, tool_style, provider=getattr(backend, "provider", None), model=getattr(backend, "model", None), policy=style_policy
@@ -361,10 +366,10 @@ async def run_loop(
     turn: ModelTurn | None = None
     for number in range(1, max_turns + 1):
         request: dict[str, Any] = {"contents": contents}
-        system = system_instruction
+        system = merged_content(system_instruction, bridge.instruction_blocks())
         if style == "xml":
             text_calls = TextCalls(t.name for t in bridge.tools)
-            system = with_tool_prompt(system_instruction, render_tool_prompt(bridge.tools))
+            system = with_tool_prompt(system, render_tool_prompt(bridge.tools))
         elif tools := bridge.gemini_tools(profile):
             request["tools"] = tools
             if tool_config:

@@ -10,6 +10,10 @@ still collide after sanitising all get the hash suffix (not just the later ones)
 outcome does not depend on the order in which servers answered.
 
 Calls are routed through the returned map; nothing ever splits a published name on ``__``.
+
+:func:`collisions` tells which names clash before any hash is added: with ``--prefix never``
+the user asked for the servers' own names, so a clash is an error (:class:`NameCollisionError`)
+rather than a name the user never chose.
 """
 
 from __future__ import annotations
@@ -30,6 +34,26 @@ PREFIX_MODES: tuple[PrefixMode, ...] = ("auto", "always", "never")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _UNDERSCORE_RUN = re.compile(r"_{2,}")
 _FIRST_OK = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+class NameCollisionError(ValueError):
+    """Tool names that would need a hash suffix where none may be added (``prefix="never"``)."""
+
+    def __init__(self, clashes: dict[str, list[tuple[str, str]]], reserved: frozenset[str] = frozenset()) -> None:
+        self.clashes = clashes
+        super().__init__(f"with prefix never, {describe_collisions(clashes, reserved)}")
+
+
+def describe_collisions(clashes: dict[str, list[tuple[str, str]]], reserved: frozenset[str] = frozenset()) -> str:
+    """One sentence naming every clashing name and who offers it."""
+    items = []
+    for name, pairs in sorted(clashes.items()):
+        if all(tool == name for _, tool in pairs):
+            offers = "servers " + ", ".join(alias for alias, _ in pairs) if len(pairs) > 1 else f"server {pairs[0][0]}"
+        else:
+            offers = ", ".join(f"{tool!r} of {alias}" for alias, tool in pairs)
+        items.append(f"{name} ({offers}{', and reserved by the host' if name in reserved else ''})")
+    return "tool names collide: " + "; ".join(items)
 
 
 def sanitize_part(text: str) -> str:
@@ -65,6 +89,17 @@ def should_prefix(mode: PrefixMode, connected_servers: int) -> bool:
     if mode not in PREFIX_MODES:
         raise ValueError(f"prefix must be one of {', '.join(PREFIX_MODES)}, not {mode!r}")
     return mode == "always" or (mode == "auto" and connected_servers > 1)
+
+
+def collisions(
+    pairs: Iterable[tuple[str, str]], *, prefixed: bool, reserved: Iterable[str] = ()
+) -> dict[str, list[tuple[str, str]]]:
+    """The names that more than one ``(alias, tool)`` would get, or that are ``reserved``, with who gets them."""
+    taken = set(reserved)
+    groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for pair in dict.fromkeys(pairs):
+        groups[base_name(*pair, prefixed=prefixed)].append(pair)
+    return {name: members for name, members in groups.items() if len(members) > 1 or name in taken}
 
 
 def publish_names(

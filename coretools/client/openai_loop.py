@@ -24,13 +24,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx2
 
 from .bridge import Bridge
-from .convert import content_text, function_response_part, new_call_id, openai_tool_message
+from .convert import (
+    ToolOutcome,
+    content_text,
+    function_response_part,
+    image_url_parts,
+    new_call_id,
+    openai_images,
+    openai_images_message,
+    openai_tool_message,
+)
+from .instructions import merged_text
 from .loop import DEFAULT_MAX_TURNS, EventHandler, RunResult, _emitter, _http_client, _post_json, _post_sse, choose_tool_style
 from .style import StylePolicy
 from .xml_dispatch import TextCalls, answer_text_calls
@@ -190,6 +200,7 @@ async def run_openai(
     max_turns: int = DEFAULT_MAX_TURNS,
     tool_choice: Any = None,
     extra_body: Mapping[str, Any] | None = None,
+    images: bool = True,
     on_event: EventHandler | None = None,
 ) -> RunResult:
     """Drive an OpenAI-compatible model and the bridge's tools until the model answers in text.
@@ -197,6 +208,12 @@ async def run_openai(
     ``on_event`` gets the same events as the Gemini loops: ``"text"``/``"thought"`` pieces (in
     the xml style only the prose, never the call markup), ``"tool_call"`` (``{"name", "args"}``)
     and ``"tool_result"`` (a ``functionResponse`` part, for display).
+
+    The system message is the user's (a leading system message of ``prompt``, then
+    ``system_prompt``) followed by the servers' instructions (:meth:`Bridge.instruction_blocks`).
+    Images in tool results reach the model as ``image_url`` parts of a user message, after the
+    ``role: tool`` messages in the json style and in the results message in the xml style;
+    ``images=False`` (for endpoints without vision) keeps them out, noted in the text.
     """
     messages = initial_messages(prompt)
     style = choose_tool_style(bridge, tool_style, provider=provider, model=model, policy=style_policy)
@@ -208,12 +225,12 @@ async def run_openai(
         )
         for number in range(1, max_turns + 1):
             body: dict[str, Any] = dict(extra_body or {})
-            system = system_prompt
+            system = merged_text(system_prompt, bridge.instruction_blocks())
             text_calls: TextCalls | None = None
             if style == "xml":
                 text_calls = TextCalls(t.name for t in bridge.tools)
                 section = render_tool_prompt(bridge.tools)
-                system = "\n\n".join(t for t in (system_prompt, section) if t)
+                system = "\n\n".join(t for t in (system, section) if t)
             elif tools := bridge.openai_tools():
                 body["tools"] = tools
                 if tool_choice is not None:
@@ -232,7 +249,7 @@ async def run_openai(
                 if not text_calls.calls:
                     return RunResult(turn.text, messages, number, True, turn.finish_reason, style)
                 outcomes = await answer_text_calls(bridge, text_calls.calls, emit)
-                messages.append({"role": "user", "content": render_results(outcomes)})
+                messages.append(results_message(outcomes, images=images))
                 continue
             if not turn.tool_calls:
                 return RunResult(turn.text, messages, number, True, turn.finish_reason, style)
@@ -241,8 +258,19 @@ async def run_openai(
             outcomes = await bridge.openai_outcomes(turn.tool_calls)
             for outcome, call in zip(outcomes, turn.tool_calls):
                 await emit("tool_result", function_response_part(outcome))
-                messages.append(openai_tool_message(outcome, call["id"]))
+                messages.append(openai_tool_message(outcome, call["id"], images_follow=images))
+            if images and (shown := openai_images_message(outcomes, [c["id"] for c in turn.tool_calls])):
+                messages.append(shown)
     return RunResult("", messages, max_turns, False, turn.finish_reason if turn else None, style)
+
+
+def results_message(outcomes: Sequence[ToolOutcome], *, images: bool = True) -> dict[str, Any]:
+    """The xml style's user message answering text calls: ``<tool_result>`` blocks, then the images."""
+    if not images or not any(openai_images(o) for o in outcomes):
+        return {"role": "user", "content": render_results(outcomes)}
+    text = render_results([replace(o, media=openai_images(o)) for o in outcomes], media_attached=True)
+    pictures = image_url_parts(m for o in outcomes for m in openai_images(o))
+    return {"role": "user", "content": [{"type": "text", "text": text}, *pictures]}
 
 
 def _arguments_for_display(call: Mapping[str, Any]) -> Any:

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 from typing import Any, Literal
 from urllib.parse import unquote
 
-logger = logging.getLogger(__name__)
+from .notices import client_logger
+
+logger = client_logger(__name__)
 
 Profile = Literal["json", "openapi"]
 PROFILES: tuple[Profile, ...] = ("json", "openapi")

@@ -32,7 +32,9 @@ import mcp.types as mcp_types
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-logger = logging.getLogger(__name__)
+from .notices import client_logger
+
+logger = client_logger(__name__)
 
 READ_SIZE = 1 << 20
 EXIT_GRACE = 2.0
@@ -126,9 +128,10 @@ class StdioServerProcess:
     def _parse(self, line: bytes) -> SessionMessage | Exception:
         try:
             return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-        except ValueError as exc:
-            logger.warning("%s: unparseable line on stdout (%d bytes): %s", self.label, len(line), exc)
-            return exc
+        except ValueError:
+            excerpt = line[:80].decode("utf-8", "replace") + ("…" if len(line) > 80 else "")
+            logger.debug("%s: unparseable line on stdout (%d bytes): %r", self.label, len(line), excerpt)
+            return ValueError(f"a line on stdout is not JSON-RPC ({len(line)} bytes): {excerpt!r}")
 
     async def _pump_stdin(self, process: anyio.abc.Process, source: anyio.abc.ObjectReceiveStream) -> None:
         assert process.stdin is not None

@@ -9,13 +9,21 @@ Like a local server without function calling, it answers HTTP 400 when a request
 ``tools`` and ``supports_tools`` is false. It also checks, as strict chat templates do, that
 there is at most one system message and it comes first, that roles are known, that every
 assistant message in the history is exactly one it sent, and that native ``tool_calls`` are
-answered by ``role: tool`` messages with matching ids. Violations are collected in ``errors``.
+answered by ``role: tool`` messages with matching ids. Message content is checked as Chat
+Completions checks it: a string or a list of typed parts; ``image_url`` parts only in ``user``
+messages, their URL ``http(s)`` or a ``data:`` URL of a PNG, JPEG, GIF or WebP image in valid
+base64; ``tool`` and ``system`` messages take text parts only. With ``supports_images`` false
+it answers an image as a text-only model's server does (HTTP 400). Violations are collected in
+``errors``.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import json
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +35,29 @@ from loopback import LoopbackServer
 
 Reply = Union[list[str], dict[str, Any]]
 Step = Callable[["ChatRequest"], Reply]
+
+DATA_URL = re.compile(r"^data:(image/(?:png|jpeg|gif|webp));base64,([A-Za-z0-9+/=]+)$")
+PART_TYPES = {
+    "system": {"text"},
+    "user": {"text", "image_url", "input_audio", "file"},
+    "assistant": {"text", "refusal"},
+    "tool": {"text"},
+}
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content, a string or a list of parts."""
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if part.get("type") == "text")
+    return content or ""
+
+
+def images_of(message: dict[str, Any]) -> list[str]:
+    """The ``image_url`` URLs of a message."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [part["image_url"]["url"] for part in content if part.get("type") == "image_url"]
 
 
 @dataclass
@@ -45,7 +76,7 @@ class ChatRequest:
     @property
     def system(self) -> str:
         first = self.messages[0]
-        return first["content"] if first["role"] == "system" else ""
+        return text_of(first["content"]) if first["role"] == "system" else ""
 
     @property
     def last(self) -> dict[str, Any]:
@@ -55,17 +86,20 @@ class ChatRequest:
 @dataclass
 class FakeOpenAI(LoopbackServer):
     supports_tools: bool = False
+    supports_images: bool = True
     steps: deque[Step] = field(default_factory=deque)
     requests: list[ChatRequest] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     issued: list[dict[str, Any]] = field(default_factory=list)
     _ids: int = 0
 
-    def script(self, *steps: Step, supports_tools: bool | None = None) -> None:
+    def script(self, *steps: Step, supports_tools: bool | None = None, supports_images: bool | None = None) -> None:
         self.steps = deque(steps)
         self.requests, self.errors, self.issued = [], [], []
         if supports_tools is not None:
             self.supports_tools = supports_tools
+        if supports_images is not None:
+            self.supports_images = supports_images
 
     @property
     def base_url(self) -> str:
@@ -151,10 +185,43 @@ class FakeOpenAI(LoopbackServer):
         for index, (mine, theirs) in enumerate(zip(self.issued, sent)):
             check(mine == theirs, f"assistant message {index} came back altered:\n sent   {theirs}\n issued {mine}")
         for position, message in enumerate(messages):
-            if message["role"] == "tool":
-                check(isinstance(message.get("content"), str), "tool message content must be a string")
+            self._validate_content(position, message)
             if message["role"] != "assistant" or not message.get("tool_calls"):
                 continue
             ids = [c["id"] for c in message["tool_calls"]]
             answers = [m.get("tool_call_id") for m in messages[position + 1 : position + 1 + len(ids)] if m["role"] == "tool"]
             check(answers == ids, f"tool_calls {ids} must be answered in order, got {answers}")
+
+    def _validate_content(self, position: int, message: dict[str, Any]) -> None:
+        role, content = message["role"], message.get("content")
+        where = f"messages[{position}]"
+        if content is None:
+            check(role == "assistant", f"Invalid '{where}.content': a {role} message needs content")
+            return
+        if isinstance(content, str):
+            return
+        check(isinstance(content, list) and content, f"Invalid '{where}.content': expected a string or a non-empty array of parts")
+        for index, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "image_url" and role != "user":
+                check(False, f"Invalid '{where}'. Image URLs are only allowed for messages with role 'user', but this message with role '{role}' contains an image URL.")
+            check(kind in PART_TYPES[role], f"Invalid '{where}.content[{index}].type': {kind!r} is not allowed in a {role} message")
+            if kind == "text":
+                check(isinstance(part.get("text"), str), f"Invalid '{where}.content[{index}].text': expected a string")
+            elif kind == "image_url":
+                self._validate_image(f"{where}.content[{index}]", part)
+
+    def _validate_image(self, where: str, part: dict[str, Any]) -> None:
+        check(self.supports_images, "image input is not supported by this model")
+        image = part.get("image_url")
+        check(isinstance(image, dict) and isinstance(image.get("url"), str), f"Invalid '{where}.image_url': expected an object with a url")
+        check(set(image) <= {"url", "detail"}, f"Invalid '{where}.image_url': unknown keys {sorted(set(image) - {'url', 'detail'})}")
+        url = image["url"]
+        if url.startswith(("http://", "https://")):
+            return
+        match = DATA_URL.match(url)
+        check(match, f"Invalid '{where}.image_url.url': expected a URL or a base64 data URL of a PNG, JPEG, GIF or WebP image")
+        try:
+            base64.b64decode(match.group(2), validate=True)
+        except binascii.Error:
+            check(False, f"Invalid '{where}.image_url.url': the base64 data is invalid")

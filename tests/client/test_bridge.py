@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -15,10 +16,11 @@ from typing import Any
 
 import anyio
 import pytest
-from client_support import TOY_SERVER, alive, broken, toy
+from client_support import RAW_SERVER, TOY_SERVER, alive, broken, toy
 
 from coretools.client import Bridge, parse_config
 from coretools.client.bridge import PublishedTool
+from coretools.client.names import NameCollisionError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -44,15 +46,61 @@ async def test_include_tools_and_prefix_always() -> None:
         assert outcome.ok and outcome.output == "one: hi"
 
 
-async def test_prefix_never_with_colliding_servers_hashes_every_clash() -> None:
-    servers = {"a": toy("a", includeTools=["echo", "pid"]), "b": toy("b", includeTools=["echo"])}
+async def test_prefix_never_with_colliding_names_is_a_start_up_error() -> None:
+    servers = {"a": toy("a", includeTools=["echo", "pid", "odd.name"]), "b": toy("b", includeTools=["echo"]), "c": toy("c", includeTools=["pid"])}
+    bridge = bridge_for(servers, prefix="never")
+    with pytest.raises(NameCollisionError) as caught:
+        await bridge.start()
+    assert str(caught.value) == "with prefix never, tool names collide: echo (servers a, b); pid (servers a, c)"
+    assert set(caught.value.clashes) == {"echo", "pid"} and bridge.connected == [], "the servers are stopped again"
+    with pytest.raises(NameCollisionError, match=r"odd_name \('odd.name' of a, and reserved by the host\)"):
+        await bridge_for({"a": toy("a", includeTools=["odd.name"])}, prefix="never", reserved_names=["odd_name"]).start()
+
+
+async def test_prefix_never_without_collisions_keeps_the_servers_names() -> None:
+    servers = {"a": toy("a", includeTools=["echo", "odd.name"]), "b": toy("b", includeTools=["pid"])}
     async with bridge_for(servers, prefix="never") as bridge:
-        names = {t.name: t.alias for t in bridge.tools}
-        assert names["pid"] == "a"
-        echoes = sorted(n for n in names if n.startswith("echo_"))
-        assert len(echoes) == 2 and {names[n] for n in echoes} == {"a", "b"}
-        for name in echoes:
-            assert (await bridge.call(name, {"text": "x"})).output == f"{names[name]}: x"
+        assert sorted((t.name, t.alias) for t in bridge.tools) == [("echo", "a"), ("odd_name", "a"), ("pid", "b")]
+        assert (await bridge.call("echo", {"text": "x"})).output == "a: x"
+
+
+def warnings_from(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and text in r.getMessage()]
+
+
+async def test_tools_offered_by_several_servers_are_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    servers = {"a": toy("a", includeTools=["echo", "grow", "extra_12"]), "b": toy("b", includeTools=["echo", "grow", "extra_12"])}
+    async with bridge_for(servers) as bridge:
+        [report] = warnings_from(caplog, "more than one server")
+        assert report.endswith("under its prefix: echo (a, b); grow (a, b)")
+        assert (await bridge.call("a__grow", {})).output == "extra_12"
+        await wait_for_tool(bridge, "a__extra_12")
+        assert len(warnings_from(caplog, "more than one server")) == 1, "a re-listing repeats nothing"
+        assert (await bridge.call("b__grow", {})).output == "extra_12"
+        await wait_for_tool(bridge, "b__extra_12")
+        assert warnings_from(caplog, "more than one server")[1:] == [
+            "tools offered by more than one server, published once per server under its prefix: extra_12 (a, b)"
+        ], "only the newly shared tool is reported"
+
+
+async def wait_for_tool(bridge: Bridge, name: str) -> None:
+    with anyio.fail_after(30):
+        while bridge.lookup(name) is None:
+            await anyio.sleep(0.02)
+
+
+async def test_each_warning_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    servers = {"noisy": {"command": sys.executable, "args": [str(RAW_SERVER), "garbage"]}, "dead": broken()}
+    async with bridge_for(servers) as bridge:
+        assert (await bridge.call("echo", {"size": 3})).ok
+        assert (await bridge.call("echo", {"size": 4})).ok, "every response is preceded by a line that is not JSON"
+        assert len(warnings_from(caplog, "noisy: transport error")) == 1
+        assert len(warnings_from(caplog, "dead:")) == 1
+    for _ in range(2):
+        logging.getLogger("coretools.client.schema").warning("the same sentence")
+    assert len(warnings_from(caplog, "the same sentence")) == 1
 
 
 async def test_declarations_in_every_shape() -> None:

@@ -143,3 +143,63 @@ def test_chat_usage_errors(tmp_path: Path, fake_gemini: FakeGemini) -> None:
     assert no_openai_key.returncode == 2 and "OPENAI_API_KEY" in no_openai_key.stderr
     no_key = cli("chat", "--config", str(config), "--model", "m", env={"GEMINI_API_KEY": ""})
     assert no_key.returncode == 2 and "GEMINI_API_KEY" in no_key.stderr
+
+
+# ------------------------------------------------------------------------------------ the real entry point
+
+
+def coretools_mcp(*argv: str, **options: object) -> subprocess.CompletedProcess[str]:
+    """``coretools-mcp ARGV`` as a user runs it (the main CLI, its logging set up)."""
+    return subprocess.run([sys.executable, "-m", "coretools", *argv], text=True, timeout=90, **options)  # type: ignore[call-overload]
+
+
+def test_a_closed_stdout_ends_the_command_quietly(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"a": toy("a"), "b": toy("b")})
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte is written
+    try:
+        done = coretools_mcp("client", "tools", "--config", str(config), stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+
+
+def test_head_reads_one_line_of_a_large_result(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"a": toy("a")})
+    command = f"{sys.executable} -m coretools client call big '{{\"size\": 2000000}}' --format text --config {config} | head -c 3"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=90)
+    assert done.stdout == "xxx"
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+
+
+def test_prefix_never_with_colliding_names_is_a_usage_error(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"a": toy("a", includeTools=["echo", "pid"]), "b": toy("b", includeTools=["echo"])})
+    done = coretools_mcp("client", "tools", "--config", str(config), "--prefix", "never", capture_output=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "error: with prefix never, tool names collide: echo (servers a, b); choose --prefix auto or always" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_each_problem_is_reported_once(tmp_path: Path) -> None:
+    noisy = {"command": sys.executable, "args": [str(Path(__file__).parent / "servers" / "raw_server.py"), "garbage"]}
+    config = write_config(tmp_path, {"noisy": noisy, "dead": broken(), "a": toy("a", includeTools=["echo"])})
+    done = coretools_mcp("client", "call", "noisy__echo", '{"size": 2}', "--config", str(config), capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("dead: the server exited with code 3") == 1, done.stderr
+    assert done.stderr.count("noisy: transport error") == 1, done.stderr
+    assert done.stderr.count("more than one server") == 1 and "echo (noisy, a)" in done.stderr, done.stderr
+
+
+def test_chat_passes_the_servers_instructions_unless_told_not_to(tmp_path: Path, fake_gemini: FakeGemini) -> None:
+    config = write_config(tmp_path, {"a": toy("a", "--instructions", "Greet with a__echo.")})
+    systems: list[object] = []
+    step = lambda request: (systems.append(request.body.get("systemInstruction")), [[{"text": "ok"}]])[1]  # noqa: E731
+    for extra in ([], ["--no-server-instructions"]):
+        fake_gemini.script(step)
+        done = cli("chat", "--config", str(config), "--model", "gemini-2.5-flash", "--system", "Be brief.", *extra, stdin="hi\n", env=chat_env(fake_gemini))
+        assert done.returncode == 0 and fake_gemini.errors == [], done.stderr
+    assert systems == [
+        {"parts": [{"text": "Be brief."}, {"text": 'Instructions from MCP server "a":\nGreet with a__echo.'}]},
+        {"parts": [{"text": "Be brief."}]},
+    ]

@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coretools.client.names import NAME_PATTERN, name_digest, publish_names, sanitize_part, should_prefix
+from coretools.client.names import (
+    NAME_PATTERN,
+    collisions,
+    describe_collisions,
+    name_digest,
+    publish_names,
+    sanitize_part,
+    should_prefix,
+)
 
 # Independent restatement of the portable rule (Gemini ∩ OpenAI ∩ Anthropic).
 PORTABLE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_-]{0,63}\Z")
@@ -93,3 +101,12 @@ def test_property_portable_unique_deterministic(pairs, prefixed) -> None:
 def test_property_sanitize_part(text) -> None:
     part = sanitize_part(text)
     assert part and re.fullmatch(r"[A-Za-z0-9_-]+", part) and "__" not in part
+
+
+def test_collisions_name_every_clash_before_any_hash() -> None:
+    pairs = [("a", "echo"), ("b", "echo"), ("a", "odd.name"), ("b", "odd_name"), ("a", "search"), ("a", "pid")]
+    clashes = collisions(pairs, prefixed=False, reserved=["search"])
+    assert clashes == {"echo": [("a", "echo"), ("b", "echo")], "odd_name": [("a", "odd.name"), ("b", "odd_name")], "search": [("a", "search")]}
+    assert collisions(pairs, prefixed=True) == {}
+    message = describe_collisions(clashes, frozenset({"search"}))
+    assert message == "tool names collide: echo (servers a, b); odd_name ('odd.name' of a, 'odd_name' of b); search (server a, and reserved by the host)"

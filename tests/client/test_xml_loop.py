@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from client_support import TOY_PNG, toy, write_config
 from fake_gemini import Chunk, FakeGemini, Request
 from fake_gemini import check as gemini_check
-from fake_openai import ChatRequest, FakeOpenAI, check
+from fake_openai import ChatRequest, FakeOpenAI, check, images_of, text_of
 
 from coretools.client import Bridge, parse_config
 from coretools.client.loop import run_rest
@@ -220,6 +221,78 @@ async def test_json_style_native_tool_calls(bridge: Bridge, fake_openai: FakeOpe
     fake_openai.script(first, second, supports_tools=True)
     result = await run(bridge, fake_openai, "native", stream, tool_style="json", tool_choice="auto")
     assert fake_openai.errors == [] and result.text == "ok" and result.tool_style == "json"
+
+
+# ------------------------------------------------------------------------------------ OpenAI, images
+
+PNG_URL = f"data:image/png;base64,{TOY_PNG}"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "sse"])
+async def test_json_style_images_follow_the_tool_messages(bridge: Bridge, fake_openai: FakeOpenAI, stream: bool) -> None:
+    def first(request: ChatRequest) -> dict[str, Any]:
+        return {"content": None, "tool_calls": [
+            {"id": "call_img", "type": "function", "function": {"name": "a__image", "arguments": "{}"}},
+            {"id": "call_echo", "type": "function", "function": {"name": "b__echo", "arguments": json.dumps({"text": "hi"})}},
+        ]}  # fmt: skip
+
+    def second(request: ChatRequest) -> list[str]:
+        image_tool, echo_tool, shown = request.messages[-3:]
+        check(image_tool == {"role": "tool", "tool_call_id": "call_img", "content": "a tiny image\n[1 image(s) follow in the next user message: image/png]"}, f"{image_tool}")
+        check(echo_tool == {"role": "tool", "tool_call_id": "call_echo", "content": "b: hi"}, f"{echo_tool}")
+        check(shown["role"] == "user" and images_of(shown) == [PNG_URL], f"{shown}")
+        check(text_of(shown["content"]) == "The image(s) returned by tool call call_img (a__image):", f"{shown}")
+        return ["I see a pixel."]
+
+    fake_openai.script(first, second, supports_tools=True)
+    result = await run(bridge, fake_openai, "look", stream, tool_style="json")
+    assert fake_openai.errors == [] and result.text == "I see a pixel."
+    assert [m["role"] for m in result.contents] == ["user", "assistant", "tool", "tool", "user", "assistant"]
+
+
+async def test_xml_style_images_go_with_the_results(bridge: Bridge, fake_openai: FakeOpenAI) -> None:
+    def second(request: ChatRequest) -> list[str]:
+        check(images_of(request.last) == [PNG_URL], f"{request.last}")
+        [(name, is_error, text)] = results_of({"content": text_of(request.last["content"])})
+        check((name, is_error) == ("a__image", False) and text == "a tiny image\n[1 attachment(s) follow this message: image/png]", text)
+        return ["A pixel."]
+
+    fake_openai.script(lambda request: ["<a__image/>"], second)
+    result = await run(bridge, fake_openai, "look", False, tool_style="xml")
+    assert fake_openai.errors == [] and result.text == "A pixel."
+
+
+@pytest.mark.parametrize("tool_style", ["json", "xml"])
+async def test_images_can_be_kept_out_for_a_model_without_vision(bridge: Bridge, fake_openai: FakeOpenAI, tool_style: str) -> None:
+    def first(request: ChatRequest) -> Any:
+        if tool_style == "xml":
+            return ["<a__image/>"]
+        return {"content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "a__image", "arguments": "{}"}}]}
+
+    def second(request: ChatRequest) -> list[str]:
+        check(not any(images_of(m) for m in request.messages), "no images")
+        check("[1 attachment(s) not shown: image/png]" in text_of(request.last["content"]), f"{request.last}")
+        return ["Text only."]
+
+    fake_openai.script(first, second, supports_tools=True, supports_images=False)
+    result = await run(bridge, fake_openai, "look", False, tool_style=tool_style, images=False)
+    assert fake_openai.errors == [] and result.text == "Text only."
+
+
+async def test_the_fake_endpoint_rejects_what_chat_completions_rejects(fake_openai: FakeOpenAI) -> None:
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    image = {"type": "image_url", "image_url": {"url": PNG_URL}}
+    cases = {
+        "only allowed for messages with role 'user'": [{"role": "user", "content": "x"}, call, {"role": "tool", "tool_call_id": "c1", "content": [image]}],
+        "base64 data URL": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/bmp;base64,AAAA"}}]}],
+        "base64 data is invalid": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,A"}}]}],
+    }
+    async with httpx2.AsyncClient() as client:
+        for needle, messages in cases.items():
+            fake_openai.script(lambda request: ["unreachable"], supports_tools=True)
+            fake_openai.issued = [call] if any(m is call for m in messages) else []
+            response = await client.post(f"{fake_openai.base_url}/chat/completions", json={"model": "m", "messages": messages})
+            assert response.status_code == 400 and needle in response.text, (needle, response.text)
 
 
 # ------------------------------------------------------------------------------------ Gemini, xml

@@ -11,6 +11,8 @@ pid (the server's process id), grow (registers a new tool and sends
 tools/list_changed), big (a text result of N bytes, for the benchmark), spawn (starts a
 grandchild process that lingers; for the no-leftover-process test), odd.name (a tool name
 with a dot), meet (two concurrent calls rendezvous through files: proof of parallel dispatch).
+`--instructions TEXT` sets the server's instructions (`--instructions-size N` repeats it up to
+N characters, for the bridge's caps).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def text(value: str) -> list[types.ContentBlock]:
     return [types.TextContent(text=value)]
 
 
-def build_server(name: str, page_size: int) -> Server:
+def build_server(name: str, page_size: int, instructions: str | None = None) -> Server:
     tools: list[types.Tool] = [
         types.Tool(
             name="echo",
@@ -173,7 +175,9 @@ def build_server(name: str, page_size: int) -> Server:
             return types.CallToolResult(content=text(f"{tool} ran"))
         return types.CallToolResult(content=text(f"unknown tool {tool}"), is_error=True)
 
-    return Server(name, version="1.0.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    return Server(
+        name, version="1.0.0", instructions=instructions, on_list_tools=on_list_tools, on_call_tool=on_call_tool
+    )
 
 
 async def serve_stdio(server: Server) -> None:
@@ -187,8 +191,14 @@ def main() -> None:
     parser.add_argument("--name", default="toy")
     parser.add_argument("--page-size", type=int, default=1000)
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port instead of stdio")
+    parser.add_argument("--instructions", default=None)
+    parser.add_argument("--instructions-size", type=int, default=0)
     opts = parser.parse_args()
-    server = build_server(opts.name, opts.page_size)
+    instructions = opts.instructions
+    if instructions and opts.instructions_size:
+        lines = (f"{instructions} (line {n})" for n in range(opts.instructions_size))
+        instructions = "\n".join(lines)[: opts.instructions_size]
+    server = build_server(opts.name, opts.page_size, instructions)
     print(f"toy_server {opts.name} starting (pid {os.getpid()})", file=sys.stderr, flush=True)
     if opts.http:
         import uvicorn
