@@ -58,6 +58,14 @@ def _common_parser() -> argparse.ArgumentParser:
         "then show the model those fields instead of the answer's text)",
     )
     common.add_argument(
+        "--max-result-chars",
+        type=int,
+        default=80_000,
+        metavar="CHARS",
+        help="the most text one tool result holds (default: 80000, about 20,000 tokens: under the 25,000-token "
+        "cap of the strictest common host). A longer answer is cut and says how to get the rest; 0: no limit",
+    )
+    common.add_argument(
         "--schema-dialect",
         choices=["seed", "latest"],
         default="seed",

@@ -44,6 +44,7 @@ class ServerConfig:
     allow_broad_root: bool = False
     log_level: str = "warning"
     structured_content: bool = False
+    max_result_chars: int = 80_000  # text characters per result; 0: no limit
     schema_dialect: str = "seed"  # "latest": publish the newest Gemini CLI names and schemas
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT  # 0 or None: no limit
     max_calls: int | None = 64  # 0 or None: no limit

@@ -17,6 +17,7 @@ from mcp import types
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.server.config import ServerConfig
+from coretools.server.result_budget import fit
 from coretools.server.validation import ArgumentValidator
 from coretools.tools import tool_modules
 from coretools.tools.base import Tool, ToolContext, ToolResult, options_from
@@ -192,6 +193,7 @@ class ToolSet:
         if problems:
             lines = "\n".join(f"- {p}" for p in problems)
             return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", ErrorKind.INVALID_TOOL_PARAMS)
+        ctx.result_chars = self.config.max_result_chars
         limit = self.call_timeout()
         result: ToolResult | None = None
         with anyio.move_on_after(limit) as scope:
@@ -199,7 +201,7 @@ class ToolSet:
         if result is None or scope.cancelled_caught:
             logger.warning("call to %s stopped after %g s (--call-timeout)", name, limit)
             return ToolResult.error(_timeout_message(name, limit or 0.0), ErrorKind.CALL_TIMEOUT)
-        return result
+        return fit(result, ctx.result_chars, NARROWING.get(name, "ask for less in one call"))
 
     async def _run(self, published: Published, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:

@@ -32,6 +32,10 @@ from coretools.sandbox.views import FileViews
 
 __all__ = ["Elicitation", "NoOptions", "Tool", "ToolContext", "ToolError", "ToolResult", "options_from"]
 
+# The most characters of text one result holds (`--max-result-chars`): about 20,000 tokens, under the
+# 25,000-token cap of the strictest common host.
+DEFAULT_RESULT_CHARS = 80_000
+
 ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 OptionsT = TypeVar("OptionsT")
 
@@ -73,6 +77,8 @@ class ToolContext:
     elicit: ElicitFn | None = None  # None when the client cannot be asked
     # What this session was shown of each file (the stale-write guard); None where there is no session.
     views: FileViews | None = None
+    # The size budget of this call's result in characters (`--max-result-chars`); tools fit their text to it.
+    result_chars: int = DEFAULT_RESULT_CHARS
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("coretools"))
     _last_progress: float = -1.0
 

@@ -17,6 +17,7 @@ from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, check_rg_argument
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
+from coretools.tools.budget import lines_that_fit
 from coretools.tools.dialects import latest_from
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.sandbox.matcher import globmatch
@@ -127,9 +128,13 @@ class Glob(Tool):
         header = f'Found {total} file(s) matching "{pattern}" {within} {where}'
         header += ", sorted by modification time (newest first):"
         shown = first_in_order(ws, found, time.time(), MAX_RESULTS)
+        shown = shown[: lines_that_fit(shown, ctx.result_chars)]
         text = header + "\n" + "\n".join(shown)
-        if total > MAX_RESULTS:
-            text += f"\n... {total - MAX_RESULTS} more not shown; use a narrower pattern or path."
+        if total > len(shown):
+            text += (
+                f"\n... {total - len(shown)} more not shown (this answer lists {len(shown)} of {total}); use a "
+                "narrower pattern (such as 'src/**/*.py') or a path (dir_path) to see the others."
+            )
         if report.truncated:
             text += f"\n(The walk was bounded: {report.truncated}.)"
         # The ignored count is only worked out when nothing matched (see _hidden_matches).

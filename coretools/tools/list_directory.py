@@ -10,6 +10,7 @@ from coretools.errors import ErrorKind, ProtectedPath, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import DirEntry, Location
+from coretools.tools.budget import lines_that_fit
 from coretools.tools.dialects import latest_from
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.sandbox.matcher import name_matches
@@ -99,12 +100,14 @@ class ListDirectory(Tool):
                 continue
             shown.append((not is_dir, entry.name.lower(), label))
         shown.sort()
-        lines = [f"Directory listing for {node.path}:"]
-        lines += [label for _, _, label in shown[:MAX_ENTRIES_SHOWN]]
+        labels = [label for _, _, label in shown[:MAX_ENTRIES_SHOWN]]
+        labels = labels[: lines_that_fit(labels, ctx.result_chars)]
+        lines = [f"Directory listing for {node.path}:", *labels]
         notes = []
-        if len(shown) > MAX_ENTRIES_SHOWN:
+        if len(shown) > len(labels):
             notes.append(
-                f"({len(shown) - MAX_ENTRIES_SHOWN} more entries not shown; use glob with a pattern to narrow down)"
+                f"({len(shown) - len(labels)} more entries not shown: this answer lists {len(labels)} of "
+                f"{len(shown)}; use glob with a pattern, such as '{_example(node.path)}/*.py', to narrow down)"
             )
         if hidden_by_rules:
             notes.append(f"({hidden_by_rules} ignored by .gitignore/.geminiignore rules or default excludes)")
@@ -117,7 +120,7 @@ class ListDirectory(Tool):
             text += "\n\n" + "\n".join(notes)
         structured = {
             "path": node.path,
-            "entries": [label for _, _, label in shown[:MAX_ENTRIES_SHOWN]],
+            "entries": labels,
             "ignored": hidden_by_rules,
             "hidden_by_pattern": hidden_by_param,
         }
@@ -155,3 +158,7 @@ def _protected(entry: DirEntry) -> bool:
 
 
 TOOL = ListDirectory
+
+
+def _example(path: str) -> str:
+    return path.rstrip("/") or "/"

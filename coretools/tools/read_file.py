@@ -10,7 +10,6 @@ import anyio.from_thread
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.paths import Node
-from coretools.sandbox.views import FileViews
 from coretools.tools.base import (
     Tool,
     ToolContext,
@@ -21,7 +20,9 @@ from coretools.tools.base import (
     text_block,
 )
 from coretools.tools.dialects import latest_from
-from coretools.tools.filetypes import MAX_LINE_CHARS, SNIFF_BYTES, classify, read_window, window_of_content
+from coretools.tools.filetypes import (
+    LINE_CUT_MARKER, MAX_LINE_CHARS, SNIFF_BYTES, Window, classify, read_window, window_of_content,
+)
 
 DEFAULT_LIMIT = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -117,10 +118,10 @@ class ReadFile(Tool):
             # Small files are read on the event loop: a worker-thread hop costs more than the read itself
             # (measured: ~60 us to read 2 KB, ~200 us for the hop). Anything larger goes to a thread.
             if node.st.st_size <= INLINE_READ_BYTES:
-                return self._content(node, handle, args, ctx.views)
-            return await anyio.to_thread.run_sync(self._content, node, handle, args, ctx.views)
+                return self._content(node, handle, args, ctx)
+            return await anyio.to_thread.run_sync(self._content, node, handle, args, ctx)
 
-    def _content(self, node: Node, handle: BinaryIO, args: dict[str, Any], views: FileViews | None) -> ToolResult:
+    def _content(self, node: Node, handle: BinaryIO, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         windowed = "offset" in args or "limit" in args
         offset = args.get("offset", 0)
         limit = args.get("limit", DEFAULT_LIMIT)
@@ -133,8 +134,8 @@ class ReadFile(Tool):
         else:
             data, whole = handle.read(SNIFF_BYTES), False
         head = data[:SNIFF_BYTES]
-        if views is not None:
-            views.saw(node.path, node.st, data if whole else None)
+        if ctx.views is not None:
+            ctx.views.saw(node.path, node.st, data if whole else None)
 
         def everything() -> bytes:
             if whole:
@@ -172,6 +173,7 @@ class ReadFile(Tool):
                 f"(valid offsets are 0 to {window.total - 1}).",
                 ErrorKind.INVALID_TOOL_PARAMS,
             )
+        window, budget_cut = _fitted(window, ctx.result_chars)
         body = "\n".join(window.lines)
         if window.complete:
             return ToolResult.text(body)
@@ -182,6 +184,17 @@ class ReadFile(Tool):
             action = "This window reaches the end of the file."
         if window.cut_lines:
             action += f" {window.cut_lines} line(s) longer than {MAX_LINE_CHARS} characters were shortened."
+        if budget_cut:
+            action += (
+                f" This result stops early: a result may hold at most {ctx.result_chars:,} characters (server "
+                "option --max-result-chars)."
+            )
+        asked = windowed and not window.cut_lines and not budget_cut
+        if asked:
+            return ToolResult.text(
+                f"Status: Showing lines {shown} of {window.total} total lines. {action}\n\n"
+                f"--- FILE CONTENT ---\n{body}"
+            )
         text = (
             "\nIMPORTANT: The file content has been truncated.\n"
             f"Status: Showing lines {shown} of {window.total} total lines.\n"
@@ -191,6 +204,25 @@ class ReadFile(Tool):
             f"{body}"
         )
         return ToolResult.text(text)
+
+
+# Room a truncated answer keeps for its header (the status and action lines).
+HEADER_CHARS = 800
+
+
+def _fitted(window: Window, budget: int) -> tuple[Window, bool]:
+    """The window cut to the lines that fit the result budget (at least one line), and whether it was cut."""
+    if budget <= 0:
+        return window, False
+    room = max(budget - HEADER_CHARS, 1)
+    used = 0
+    for count, line in enumerate(window.lines):
+        used += len(line) + 1
+        if used > room and count:
+            kept = window.lines[:count]
+            cut = sum(1 for kept_line in kept if kept_line.endswith(LINE_CUT_MARKER))
+            return Window(kept, window.start, window.total, cut), True
+    return window, False
 
 
 def check_cancelled() -> None:

@@ -21,7 +21,8 @@ from coretools.sandbox.walk import relative_to, walk_files
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_FILES = 500
-MAX_TOTAL_CHARS = 1_000_000
+MAX_TOTAL_CHARS = 1_000_000  # the text of one call when the server sets no result budget
+SKIPPED_LIST_CHARS = 10_000
 MAX_MEDIA_BYTES = 20 * 1024 * 1024  # per file, as read_file
 # Base64 of all the images, audio and PDFs of one call (`--max-media-bytes`), apart from the text budget: what
 # Gemini accepts inline in one request. The first media file of a call is read whatever its size (up to the
@@ -145,7 +146,7 @@ class ReadManyFiles(Tool):
             default=DEFAULT_MEDIA_BUDGET,
             metavar="BYTES",
             help="base64-encoded size of all the images, audio and PDFs one read_many_files call returns (apart "
-            "from its 1,000,000-character text budget); further media files are skipped and listed; 0 for no "
+            "from the text's result budget, --max-result-chars); further media files are skipped and listed; 0 for no "
             f"limit (default: {DEFAULT_MEDIA_BUDGET}, i.e. {DEFAULT_MEDIA_BUDGET // (1024 * 1024)} MiB)",
         )
 
@@ -235,7 +236,8 @@ class ReadManyFiles(Tool):
         ws = ctx.workspace
         blocks: list = []
         read: list[str] = []
-        budget = MAX_TOTAL_CHARS
+        limit = ctx.result_chars if ctx.result_chars > 0 else MAX_TOTAL_CHARS
+        budget = limit - min(SKIPPED_LIST_CHARS, limit // 4)  # room for the list of skipped files
         media = MediaBudget(self.options.max_media_bytes)
         paths = sorted(plan.files)
         lowered = [p.lower() for p in patterns]
@@ -250,7 +252,7 @@ class ReadManyFiles(Tool):
                 plan.skipped.append((shown, f"file limit reached ({MAX_FILES} files per call)"))
                 continue
             if budget <= 0:
-                plan.skipped.append((shown, f"size limit reached ({MAX_TOTAL_CHARS} characters per call)"))
+                plan.skipped.append((shown, f"result size limit reached ({limit:,} characters per result)"))
                 continue
             loc = plan.files[shown]
             try:
@@ -278,6 +280,7 @@ class ReadManyFiles(Tool):
                             continue
                         media.take(len(data))
                         maker = {"image": image_block, "audio": audio_block}.get(kind.kind)
+                        blocks.append(text_block(f"--- {node.path} ---"))
                         blocks.append(
                             maker(data, kind.mime) if maker else blob_block(data, kind.mime, f"file://{node.path}")
                         )
@@ -300,7 +303,11 @@ class ReadManyFiles(Tool):
                     "with 'offset'.]\n\n" + body
                 )
             if len(body) > budget:
-                body = body[:budget] + "\n[... cut: the size limit of this call was reached ...]"
+                shown_lines = body.count("\n", 0, budget)
+                body = body[:budget] + (
+                    f"\n[... cut: this result's size limit ({limit:,} characters, server option --max-result-chars) "
+                    f"was reached; read the rest of this file with read_file and offset: {shown_lines}]"
+                )
             budget -= len(body)
             blocks.append(text_block(f"--- {node.path} ---\n\n{body}\n\n"))
             read.append(node.path)

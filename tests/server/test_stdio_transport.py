@@ -245,7 +245,7 @@ def test_a_large_reply_to_a_slow_client_arrives_whole_and_later_requests_are_ans
     (tmp_path / "big.txt").write_text((line + "\n") * 2000)  # a ~6 MB reply
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coretools", "serve", "--root", str(tmp_path)],
+        [sys.executable, "-m", "coretools", "serve", "--root", str(tmp_path), "--max-result-chars", "0"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
     )
     try:

@@ -243,6 +243,19 @@ async def test_very_large_directory_is_capped_with_a_note(root: Path) -> None:
     big.mkdir()
     for i in range(5003):
         (big / f"f{i:05d}").touch()
-    result = await ls(root, big)
+    result = await call_tool(root, "list_directory", {"path": str(big)}, "--max-result-chars", "0")
     assert len(entries(result)) == 5000
     assert "(3 more entries not shown" in text_of(result)
+
+
+async def test_a_listing_fits_the_result_budget_and_says_how_to_narrow(root: Path) -> None:
+    big = root / "many"
+    big.mkdir()
+    for i in range(20_000):
+        (big / f"entry-with-a-longer-name-{i:05d}.txt").touch()
+    result = await ls(root, big)
+    text = text_of(result)
+    assert len(text) <= 80_000
+    shown = len(entries(result))
+    assert 1000 < shown < 20_000
+    assert f"({20_000 - shown} more entries not shown: this answer lists {shown} of 20000; use glob" in text

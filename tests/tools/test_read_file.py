@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import base64
 import codecs
 import os
@@ -22,6 +24,11 @@ CUT = "... [truncated]"
 
 async def read(root: Path, path: str | Path, **window):
     return await call_tool(root, "read_file", {"absolute_path": str(path), **window})
+
+
+def body_of(text: str) -> str:
+    """The file content of a windowed answer, after its status header."""
+    return re.split(r"--- FILE CONTENT(?: \(truncated\))? ---\n", text, maxsplit=1)[1]
 
 
 def numbered(n: int, prefix: str = "line") -> str:
@@ -98,10 +105,10 @@ async def test_offset_and_limit_window_with_header_and_next_offset(root: Path) -
     result = await read(root, root / "big.txt", offset=10, limit=5)
     text = text_of(result)
     assert not result.is_error
-    assert text.startswith("\nIMPORTANT: The file content has been truncated.\n")
-    assert "Status: Showing lines 11-15 of 100 total lines." in text
+    assert "truncated" not in text  # the caller asked for this window and got all of it
+    assert text.startswith("Status: Showing lines 11-15 of 100 total lines.")
     assert "use offset: 15." in text
-    body = text.split("--- FILE CONTENT (truncated) ---\n", 1)[1]
+    body = body_of(text)
     assert body == "line 10\nline 11\nline 12\nline 13\nline 14"
 
 
@@ -110,7 +117,7 @@ async def test_next_offset_reads_the_following_window(root: Path) -> None:
     first = text_of(await read(root, root / "big.txt", offset=0, limit=10))
     next_offset = int(first.split("use offset: ")[1].split(".")[0])
     second = text_of(await read(root, root / "big.txt", offset=next_offset, limit=10))
-    assert second.split("--- FILE CONTENT (truncated) ---\n", 1)[1].splitlines()[0] == "line 10"
+    assert body_of(second).splitlines()[0] == "line 10"
 
 
 async def test_default_window_is_2000_lines(root: Path) -> None:
@@ -118,7 +125,7 @@ async def test_default_window_is_2000_lines(root: Path) -> None:
     text = text_of(await read(root, root / "long.txt"))
     assert "Showing lines 1-2000 of 2500 total lines." in text
     assert "use offset: 2000." in text
-    body = text.split("--- FILE CONTENT (truncated) ---\n", 1)[1].split("\n")
+    body = body_of(text).split("\n")
     assert len(body) == 2000
     assert body[-1] == "line 1999"
 
@@ -163,7 +170,7 @@ async def test_long_lines_are_cut_with_marker(root: Path) -> None:
     text = text_of(await read(root, root / "wide.txt"))
     assert "IMPORTANT: The file content has been truncated." in text
     assert "1 line(s) longer than 2000 characters were shortened" in text
-    lines = text.split("--- FILE CONTENT (truncated) ---\n", 1)[1].split("\n")
+    lines = body_of(text).split("\n")
     assert lines == ["short", "x" * 2000 + CUT, "end"]
 
 
@@ -174,7 +181,7 @@ async def test_line_of_exactly_2000_chars_is_not_cut(root: Path) -> None:
 
 async def test_long_multibyte_line_is_cut_by_characters(root: Path) -> None:
     (root / "wide.txt").write_text("é" * 3000 + "\n", encoding="utf-8")
-    body = text_of(await read(root, root / "wide.txt")).split("--- FILE CONTENT (truncated) ---\n", 1)[1]
+    body = body_of(text_of(await read(root, root / "wide.txt")))
     assert body == "é" * 2000 + CUT
 
 

@@ -222,12 +222,25 @@ async def test_file_count_cap(root: Path) -> None:
 async def test_total_size_cap(root: Path) -> None:
     chunk = "".join("x" * 199 + "\n" for _ in range(1990))  # ~400k characters, under the line window
     make(root, {f"big{i}.txt": chunk for i in range(4)})
-    result = await rmf(root, ["big*.txt"])
+    result = await call_tool(root, "read_many_files", {"paths": ["big*.txt"]}, "--max-result-chars", "0")
     text = text_of(result)
     assert read_paths(result) == [str(root / f"big{i}.txt") for i in range(3)]
-    assert "[... cut: the size limit of this call was reached ...]" in text
-    assert skipped(result)[str(root / "big3.txt")] == "size limit reached (1000000 characters per call)"
+    assert "this result's size limit (1,000,000 characters" in text
+    assert skipped(result)[str(root / "big3.txt")] == "result size limit reached (1,000,000 characters per result)"
     assert len(text) < 1_100_000
+
+
+async def test_the_result_budget_cuts_with_the_way_to_the_rest(root: Path) -> None:
+    chunk = "".join(f"{i:05d}" + "x" * 194 + "\n" for i in range(1990))
+    make(root, {f"big{i}.txt": chunk for i in range(4)})
+    result = await rmf(root, ["big*.txt"])
+    text = text_of(result)
+    assert len(text) <= 80_000
+    assert read_paths(result) == [str(root / "big0.txt")]
+    offset = int(re.search(r"read the rest of this file with read_file and offset: (\d+)", text).group(1))
+    last_shown = text.split("\n[... cut:")[0].rsplit("\n", 1)[-1]
+    assert chunk.split("\n")[offset].startswith(f"{offset:05d}") and not last_shown.startswith(f"{offset + 1:05d}")
+    assert skipped(result)[str(root / "big3.txt")] == "result size limit reached (80,000 characters per result)"
 
 
 async def test_symlinked_file_outside_is_not_read(project: Path, tmp_path: Path) -> None:

@@ -1,0 +1,80 @@
+"""Every answer fits one result budget (`--max-result-chars`, default 80,000 characters), and a cut answer
+ends with the true total and the exact way to get the rest. Real trees: 30,000 files, a 6 MB file of long
+lines."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from mcp import types
+
+from support import call_tool, text_of
+
+pytestmark = pytest.mark.anyio
+BUDGET = 80_000
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("budget")
+    for d in range(100):
+        sub = root / "pkg" / f"module_{d:03d}"
+        sub.mkdir(parents=True)
+        for f in range(300):
+            (sub / f"file_{f:03d}.py").write_text("x = 1\n")
+    return root
+
+
+async def test_glob_over_30000_files_fits_and_says_how_to_narrow(big_tree: Path) -> None:
+    result = await call_tool(big_tree, "glob", {"pattern": "**/*.py"})
+    text = text_of(result)
+    assert len(text) <= BUDGET
+    assert text.startswith('Found 30000 file(s) matching "**/*.py"')
+    listed = [line for line in text.splitlines() if line.startswith(str(big_tree))]
+    assert f"{30000 - len(listed)} more not shown (this answer lists {len(listed)} of 30000)" in text
+    assert "narrower pattern" in text
+
+
+async def test_read_many_files_over_a_large_tree_fits(big_tree: Path) -> None:
+    text = text_of(await call_tool(big_tree, "read_many_files", {"paths": ["pkg/**/*.py"]}))
+    assert len(text) <= BUDGET and "file limit reached (500 files per call)" in text and "29450 more" in text
+
+
+async def test_a_6mb_file_of_long_lines_fits_and_gives_the_next_offset(tmp_path: Path) -> None:
+    line = "var a=" + "b" * 5994 + ";"
+    (tmp_path / "app.min.js").write_text("\n".join([line] * 1000) + "\n")
+    text = text_of(await call_tool(tmp_path, "read_file", {"absolute_path": str(tmp_path / "app.min.js")}))
+    assert len(text) <= BUDGET
+    shown = re.search(r"Showing lines 1-(\d+) of 1000 total lines", text)
+    assert shown and int(shown.group(1)) >= 30
+    assert f"use offset: {shown.group(1)}." in text and "--max-result-chars" in text
+    nxt = text_of(await call_tool(
+        tmp_path, "read_file", {"absolute_path": str(tmp_path / "app.min.js"), "offset": int(shown.group(1))}
+    ))
+    assert f"Showing lines {int(shown.group(1)) + 1}-" in nxt
+
+
+async def test_the_budget_is_an_option(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("y" * 1500 + "\n" + "z\n" * 3000)
+    small = text_of(await call_tool(tmp_path, "read_file", {"absolute_path": str(tmp_path / "f.txt")},
+                                    "--max-result-chars", "3000"))
+    assert len(small) <= 3000 and "use offset:" in small
+
+
+def test_the_backstop_cuts_any_text_and_says_so() -> None:
+    from coretools.server.result_budget import fit
+    from coretools.tools.base import ToolResult
+
+    blocks = [types.TextContent(type="text", text="a" * 5000), types.TextContent(type="text", text="b" * 5000)]
+    out = fit(ToolResult(blocks), 6000, "ask for less")
+    texts = [b.text for b in out.content]
+    assert sum(map(len, texts)) <= 6000 and texts[0] == "a" * 5000
+    assert "4,000 of its 10,000 characters are not shown" in texts[1] and texts[1].endswith("ask for less.]")
+    assert fit(ToolResult(blocks), 0, "x").content == blocks
