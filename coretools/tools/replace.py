@@ -47,7 +47,8 @@ class Replace(te.EditTool):
         "whitespace between them; and, for blocks of 3 or more lines, the one clearly closest place (at least 90% "
         "similar, no other within 5%). The first of these that matches decides, and its count must equal "
         "`expected_replacements`. An ambiguous or too distant near miss changes nothing: the error shows the "
-        "nearest text with line numbers. The result shows the changed region and a unified diff."
+        "nearest text with line numbers. The result shows the change as a compact diff numbered with the file's new line numbers, and notes a "
+        "syntax error the edit introduced (Python, JSON, YAML, TOML, shell, JavaScript, TypeScript, Go, Rust)."
     )
     input_schema = {  # noqa: RUF012 - read-only, as in every tool
         "type": "object",
@@ -94,11 +95,12 @@ class Replace(te.EditTool):
                 "was changed; put the current text in old_string and the text you want instead in new_string.",
                 ErrorKind.EDIT_NO_CHANGE,
             )
-        found = te.placeholder_line(new_string)
-        if found is not None and found not in old_string:
+        found = te.omission(te.to_lf(new_string), te.to_lf(old_string), loc.shown)
+        if found is not None:
             raise ToolError(
                 f"`new_string` contains an omission placeholder ({found!r}) that is not in old_string: it looks like "
-                "code was left out. Nothing was changed. Provide the exact literal replacement text.",
+                "a placeholder for omitted code, and applying it would delete that code. Nothing was changed. "
+                "Provide the exact literal replacement text.",
                 ErrorKind.INVALID_TOOL_PARAMS,
             )
         plan, outcome = await self.edit(ctx, loc, args)
@@ -122,7 +124,8 @@ class Replace(te.EditTool):
                 raise ToolError(
                     f"File not found: {path}. Cannot apply the edit because the file does not exist. To create a new "
                     "file, call replace with an empty old_string and the whole content as new_string, or use "
-                    "write_file. To edit an existing file, check the path (list_directory or glob can find it).",
+                    "write_file. To edit an existing file, check the path (list_directory or glob can find it)."
+                    + ws.path_hint(loc),
                     ErrorKind.FILE_NOT_FOUND,
                 )
             plan = te.Plan(loc, path, "", new_string, te.encode(new_string, te.UTF8, path), created=True,

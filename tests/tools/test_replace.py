@@ -181,11 +181,11 @@ async def test_outside_workspace_is_refused(root: Path) -> None:
 
 
 async def test_placeholder_in_new_string_is_refused(root: Path) -> None:
-    (root / "c.js").write_text("class A {\n  m() {}\n}\n")
-    res = await replace(root, "c.js", "  m() {}\n", "  m() {}\n  // ... rest of methods ...\n")
+    (root / "c.js").write_text("class A {\n  m() {}\n  n() {}\n}\n")
+    res = await replace(root, "c.js", "  m() {}\n  n() {}\n", "  m() { go(); }\n  // ... rest of methods ...\n")
     assert res.is_error and "omission placeholder" in text_of(res)
     assert res.structured["error"]["kind"] == "invalid_tool_params"
-    assert (root / "c.js").read_text() == "class A {\n  m() {}\n}\n"
+    assert (root / "c.js").read_text() == "class A {\n  m() {}\n  n() {}\n}\n"
 
 
 async def test_placeholder_also_in_old_string_is_allowed(root: Path) -> None:

@@ -280,24 +280,3 @@ def _bounded(lines: Iterator[str], max_lines: int, max_chars: int, total: int) -
         out.append(line)
         size += len(line) + 1
     return Rendered("\n".join(out))
-
-
-def snippet(new: str, spans: list[Span], context: int = 5, limit: int = 400) -> Rendered:
-    """The changed regions of the new text with `context` lines around them; gaps shown as `...`."""
-    if not spans:
-        return _capped(_plain_lines(new, 0, len(new)), limit, "content")
-    out: list[str] = []
-    end = 0
-    for group in _groups(spans, context, "new"):
-        start, _ = _back(new, group[0].ns, context)
-        if start > 0:
-            out.append("...")
-        end, _ = _forward(new, group[-1].ne, context)
-        out += _plain_lines(new, start, end)
-    if end < len(new):
-        out.append("...")
-    return _capped(out, limit, "snippet")
-
-
-def _plain_lines(text: str, a: int, b: int) -> list[str]:
-    return [line.replace("\n\\ No newline at end of file", "") for line in _lines(text, a, b)]

@@ -196,6 +196,7 @@ class EditTool(Tool):
             if views is not None:
                 await anyio.to_thread.run_sync(freshness.remember, ws, loc, views, plan.data)
         plan.path = outcome.path
+        plan.syntax = await anyio.to_thread.run_sync(syntax_note, plan.path, plan.old, plan.new)
         return plan, outcome
 
 
@@ -219,9 +220,8 @@ def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: s
     if args.get("modified_by_user"):
         parts.append(f"User modified the {user_field} to be: {echo(user_value)}")
     text = " ".join(p for p in parts if p)
-    note = syntax_note(plan.path, plan.old, plan.new)
-    if note:
-        text += f"\n{note}"
+    if plan.syntax:
+        text += f"\n{plan.syntax}"
     if plan.created:
         shown = numbered(plan.new)
         if shown.text:
