@@ -1,25 +1,23 @@
 """The two engines behind search_file_content: ripgrep (the normal one) and a pure-Python fallback.
 
-Both search the same files (the workspace walk's: ignore rules, protected paths hidden, symlinks skipped,
-binary files skipped), case-insensitively, line by line, and report into one `Collector`, so the tool
-formats their results identically and the tests can compare them.
+Both search the same files (the workspace walk's: ignore rules unless `no_ignore`, protected paths hidden,
+symlinks skipped, binary files skipped), line by line, with the same options (case, literal pattern,
+context, excluded lines, limits), and report into one `Collector`, so the tool formats their results
+identically and the tests can compare them. Lines are shown through `search_results.show_line`, and the
+matches inside a very long line are located with RE2 (`search_regex`) for both engines.
 
 When a `.geminiignore` un-ignores (`!pattern`), ripgrep cannot express our precedence of the rules; the
 search still runs on ripgrep: the workspace walk (the pattern engine, exact rules) picks the files, and
 ripgrep searches them named on its command line, a batch at a time.
 
-The fallback (no working rg binary, or `--search-engine python`) runs the caller's regex on RE2, which,
-like ripgrep's engine, matches in time linear in the text: a pattern such as `(a|aa)+$` cannot make it
-spin. Rust-only spellings are translated (`(?<name>...)`); look-around and backreferences, which neither
-engine has, are refused with a message naming them. Case-insensitive matching is RE2's simple case
-folding, as in ripgrep. Files are decoded as UTF-8 (UTF-16 with a byte-order mark is transcoded, as
+The fallback (no working rg binary, or `--search-engine python`) runs the caller's regex on RE2
+(`search_regex.LineRegex`). Files are decoded as UTF-8 (UTF-16 with a byte-order mark is transcoded, as
 ripgrep does); an invalid byte is one character that `.` matches, where ripgrep's `.` does not.
 """
 
 from __future__ import annotations
 
 import base64
-import bisect
 import json
 import os
 import re
@@ -28,100 +26,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.matcher import NodeMatcher, encode
+from coretools.sandbox.matcher import NodeMatcher
 from coretools.sandbox.patterns.include import parse_include
 from coretools.sandbox.rgglobs import include_flags
 from coretools.sandbox import ripgrep
-from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
 from coretools.sandbox.walk import walk
+from coretools.tools.search_regex import LineRegex, decode_text
+from coretools.tools.search_results import Collector, FileLines, Job, Request, Target, show_line
 
-MAX_LINE_CHARS = 2000
-TRUNCATED_MARK = "... [truncated]"
-SEARCH_OPTIONS = IgnoreOptions(git=True, gemini=True, defaults=True)
-
-
-# -- what is searched, and what was found ------------------------------------------------------------------
-
-
-@dataclass
-class Target:
-    """One opened place to search: a directory (walked) or a single file."""
-
-    index: int  # order among the targets (multi-root searches)
-    root: int
-    rel: str
-    path: str  # absolute, as shown
-    fd: int  # the gateway's descriptor for it (kept open while searching)
-    is_dir: bool
-    display_prefix: str  # prepended to paths relative to the target when showing them
-
-
-@dataclass
-class Request:
-    pattern: str
-    include: str | None
-    cap: int
-    timeout: float
-    allow_protected: bool
-
-
-@dataclass
-class Job:
-    """One search as an engine receives it: where, what, where to put results, and how to report."""
-
-    ws: Workspace
-    targets: list[Target]
-    req: Request
-    out: Collector
-    check: Callable[[], None]  # raises when the call was cancelled
-    progress: Callable[[Collector], None]
-
-
-class Collector:
-    """Counts every match, keeps the first `cap` matching lines in (target, path, line) order."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.total_matches = 0
-        self.total_files = 0
-        self.kept: dict[tuple[int, str], list[tuple[int, str]]] = {}
-        self._order: list[tuple[int, str]] = []  # the keys of `kept`, sorted
-        self.stored = 0
-        self.stopped: str | None = None
-        self.unverified_files = 0  # files rg reported that the gateway's copy did not (wholly) confirm
-
-    def could_keep(self, key: tuple[int, str]) -> bool:
-        return self.stored < self.cap or key < self._order[-1]
-
-    def commit(self, key: tuple[int, str], count: int, lines: list[tuple[int, str]]) -> None:
-        if count <= 0:
-            return
-        self.total_matches += count
-        self.total_files += 1
-        if not lines or not self.could_keep(key):
-            return
-        self.kept[key] = sorted(lines)
-        bisect.insort(self._order, key)
-        self.stored += len(lines)
-        while self.stored > self.cap:
-            last = self._order[-1]
-            self.kept[last].pop()
-            self.stored -= 1
-            if not self.kept[last]:
-                del self.kept[last]
-                self._order.pop()
-
-    def groups(self) -> list[tuple[str, list[tuple[int, str]]]]:
-        return [(path, self.kept[(index, path)]) for index, path in self._order]
-
-
-def clip(text: str) -> str:
-    text = text.rstrip("\r\n").rstrip()
-    if len(text) > MAX_LINE_CHARS:
-        return text[:MAX_LINE_CHARS] + TRUNCATED_MARK
-    return text
+VERIFY_CHARS = 2000  # of a record rg cut for length, the text compared with the gateway's copy
+MAX_LONG_LINE = 16 << 20  # bytes of one line read back to show excerpts of it
 
 
 # -- ripgrep ----------------------------------------------------------------------------------------------
@@ -136,6 +52,7 @@ def clip(text: str) -> str:
 
 _BEGIN = b'{"type":"begin"'
 _MATCH = b'{"type":"match"'
+_CONTEXT = b'{"type":"context"'
 _END = b'{"type":"end"'
 _JSON_STR = rb'"((?:[^"\\]|\\.)*)"'
 _LINE_NUMBER = re.compile(rb'"line_number":(\d+)')
@@ -212,14 +129,14 @@ def _salvage_match(line: ripgrep.RgLine) -> RgMatch | None:
     start = _LINES_TEXT.search(line.head)
     if not number or not offset or not start:
         return None
-    raw = line.head[start.end() : start.end() + 4 * MAX_LINE_CHARS].decode("utf-8", "replace")
+    raw = line.head[start.end() : start.end() + 4 * VERIFY_CHARS].decode("utf-8", "replace")
     raw = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", raw)
     try:
         text = json.loads(f'"{raw}"')
     except ValueError:
         return None
     # the chunk may end inside a character (decoded as U+FFFD): compare only what is surely whole
-    text = text[:MAX_LINE_CHARS].rstrip("\ufffd")
+    text = text[:VERIFY_CHARS].rstrip("\ufffd")
     return RgMatch(int(number[-1]), int(offset[-1]), text.encode("utf-8", "surrogateescape"), cut=True)
 
 
@@ -254,38 +171,66 @@ class GatewayCopy:
             self.block_start = offset
         return self.block[offset - self.block_start : end - self.block_start]
 
-    def confirm(self, claim: RgMatch) -> str | None:
-        """The line's text as read through the gateway if it is what rg reported, else None."""
+    def confirm(self, claim: RgMatch, whole: bool = True) -> bytes | None:
+        """The line's bytes as read through the gateway if they are what rg reported, else None; with
+        `whole`, a line rg reported cut for length is completed from the gateway's copy (up to
+        `MAX_LONG_LINE`)."""
         data = self.read(claim.offset, len(claim.data))
         if data != claim.data:
             return None
-        text = data.decode("utf-8", "surrogateescape")
-        return text[:MAX_LINE_CHARS] + TRUNCATED_MARK if claim.cut else clip(text)
+        if claim.cut and whole:
+            data += self.rest_of_line(claim.offset + len(data))
+        return data
+
+    def rest_of_line(self, offset: int) -> bytes:
+        parts: list[bytes] = []
+        size = 0
+        while size < MAX_LONG_LINE:
+            chunk = self.read(offset + size, min(1 << 20, MAX_LONG_LINE - size))
+            end = chunk.find(b"\n")
+            if end >= 0 or not chunk:
+                parts.append(chunk[: end if end >= 0 else len(chunk)])
+                break
+            parts.append(chunk)
+            size += len(chunk)
+        return b"".join(parts)
 
 
 class _Reported:
-    """The matches rg reports for one file, kept only as far as the gateway's copy confirms them."""
+    """The matches rg reports for one file, kept only as far as the gateway's copy confirms them: lines
+    matching `exclude` are not matches, and `found` keeps the text of the first ones and the context
+    around them."""
 
     def __init__(self, key: tuple[int, str], fd: int) -> None:
         self.key = key
         self.fd = fd
         self.copy = GatewayCopy(fd)
-        self.count = 0
         self.rejected = 0
-        self.lines: list[tuple[int, str]] = []
+        self.found: FileLines | None = None
 
-    def match(self, line: bytes | ripgrep.RgLine, want_text: bool) -> None:
-        claim = parse_match(line)
+    def start(self, req: Request, exclude: LineRegex | None, spans) -> None:
+        self.found = FileLines(req.file_limit, req.before, req.after)
+        self.exclude, self.spans = exclude, spans
+
+    def line(self, record: bytes | ripgrep.RgLine, is_match: bool, keep: bool) -> None:
+        """One `match` (or `context`) record of this file."""
+        found = self.found
+        assert found is not None
+        if not is_match and not found.wants_context:
+            return
+        claim = parse_match(record)
+        whole = self.exclude is not None or found.wants_context or (keep and found.wants_text)
         try:
-            text = self.copy.confirm(claim) if claim is not None else None
+            data = self.copy.confirm(claim, whole) if claim is not None else None
         except OSError:
-            text = None
-        if text is None:
+            data = None
+        if data is None:
             self.rejected += 1
             return
-        self.count += 1
-        if want_text:
-            self.lines.append((claim.number, text))
+        if is_match and not (self.exclude is not None and self.exclude.search_bytes(data.rstrip(b"\r\n"))):
+            found.match(claim.number, lambda: show_line(data, self.spans), keep)
+        else:
+            found.other(claim.number, lambda: show_line(data))
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -306,7 +251,7 @@ class RipgrepEngine:
         for target in targets:
             if target.is_dir:
                 rules = ripgrep.rg_rules(
-                    lambda rel, t=target: ws.ignore_source(t.root, rel), target.rel, SEARCH_OPTIONS,
+                    lambda rel, t=target: ws.ignore_source(t.root, rel), target.rel, req.ignore,
                     req.allow_protected,
                 )  # None: rg cannot express them; the walk picks the files (`_listed`)
             else:
@@ -340,13 +285,13 @@ class RipgrepEngine:
         if rules is None:
             self._listed(job, target, view)
             return
-        argv = [self.binary, "--json", "--ignore-case", *rules.flags, "--regexp", req.pattern]
+        argv = [self.binary, "--json", *rules.flags, *_pattern_flags(req)]
         if target.is_dir:
-            options = rules.recheck_options(SEARCH_OPTIONS)
+            options = rules.recheck_options(req.ignore)
             if req.include:
                 flags, overrides = include_flags(req.include)
                 argv += flags
-                options = SEARCH_OPTIONS if overrides else options
+                options = req.ignore if overrides else options
             argv.append(".")
             cwd = ripgrep.dir_cwd(target.fd, target.path)
             recheck = ripgrep.Recheck.of(ws, target.root, target.rel, options, req.allow_protected)
@@ -366,7 +311,7 @@ class RipgrepEngine:
         deadline = time.monotonic() + req.timeout
         cut = len(target.rel) + 1 if target.rel else 0
         walked = walk(
-            ws, Location(target.root, target.rel, target.path), SEARCH_OPTIONS, report=WalkReport(), cancelled=job.check
+            ws, Location(target.root, target.rel, target.path), req.ignore, report=WalkReport(), cancelled=job.check
         )
         files = (entry.rel[cut:] for entry in walked)
         if req.include:
@@ -377,7 +322,7 @@ class RipgrepEngine:
             if left <= 0:
                 out.stopped = f"the search was stopped after {req.timeout:g} seconds"
                 return
-            argv = [self.binary, "--json", "--ignore-case", *_LISTED_FLAGS, "--regexp", req.pattern, "--", *batch]
+            argv = [self.binary, "--json", *_LISTED_FLAGS, *_pattern_flags(req), "--", *batch]
             run = ripgrep.RgRun(argv, cwd, timeout=left, check=job.check)
             self._collect(job, target, run, None, view)
             _finish(run, req, out)
@@ -388,6 +333,8 @@ class RipgrepEngine:
         """Read one rg run's JSON into the collector: each file it reports opened again through the gateway
         (and, with `recheck`, judged by our rules first), each line kept only as that copy confirms it."""
         ws, req, out = job.ws, job.req, job.out
+        exclude = _exclude_regex(req)
+        spans = _span_finder(req)
         current: _Reported | None = None
         last_progress = time.monotonic()
         try:
@@ -396,7 +343,10 @@ class RipgrepEngine:
                     head = line if type(line) is bytes else line.head
                     if head.startswith(_MATCH):
                         if current is not None:
-                            current.match(line, len(current.lines) < req.cap and out.could_keep(current.key))
+                            current.line(line, True, out.could_keep(current.key))
+                    elif head.startswith(_CONTEXT):
+                        if current is not None:
+                            current.line(line, False, False)
                     elif head.startswith(_BEGIN):
                         if current is not None:  # pragma: no cover - rg always ends a file before the next
                             current.close()
@@ -410,11 +360,13 @@ class RipgrepEngine:
                         current = self._open_reported(ws, target, rel, view)
                         if current is None:
                             out.unverified_files += 1
+                        else:
+                            current.start(req, exclude, spans)
                     elif head.startswith(_END):
                         if current is not None:
                             current.close()
                             if b'"binary_offset":null' in head:
-                                out.commit(current.key, current.count, current.lines)
+                                out.commit(current.key, current.found)
                                 if current.rejected:
                                     out.unverified_files += 1
                         current = None
@@ -428,6 +380,34 @@ class RipgrepEngine:
 
 
 _LISTED_FLAGS = ("--no-config", "--no-messages", "--no-ignore", "--hidden")
+
+
+def _pattern_flags(req: Request) -> list[str]:
+    """rg's flags for how the pattern matches and what context it reports, ending with the pattern."""
+    flags = [] if req.case_sensitive else ["--ignore-case"]
+    if req.fixed_strings:
+        flags.append("--fixed-strings")
+    if req.before:
+        flags += ["--before-context", str(req.before)]
+    if req.after:
+        flags += ["--after-context", str(req.after)]
+    return [*flags, "--regexp", req.pattern]
+
+
+def _exclude_regex(req: Request) -> LineRegex | None:
+    if not req.exclude:
+        return None
+    return LineRegex(req.exclude, req.case_sensitive, label="exclude ")
+
+
+def _span_finder(req: Request):
+    """Where the pattern matches in one line, for excerpts of long lines; None when RE2 cannot read a
+    pattern ripgrep can (the excerpt then shows the line's start)."""
+    try:
+        regex = LineRegex(req.pattern, req.case_sensitive, req.fixed_strings)
+    except ToolError:
+        return None
+    return regex.spans
 _BATCH_FILES = 2000
 _BATCH_BYTES = 96 * 1024  # of arguments per rg run, well below the kernel's limits
 
@@ -477,66 +457,13 @@ def _rg_error(message: str) -> str:
 # -- pure Python ------------------------------------------------------------------------------------------
 
 
-class LineRegex:
-    """A caller's regex (ripgrep's dialect) on RE2, case-insensitive: `search(text)` over one line, and
-    `anywhere(text)` over a whole text (`^`/`$` at line boundaries), both linear in the text."""
-
-    def __init__(self, pattern: str) -> None:
-        from coretools.sandbox.matcher import compile_program
-
-        problem = _unsupported(pattern)
-        if problem:
-            raise ToolError(
-                f"Invalid regular expression pattern provided: {pattern}. Error: {problem}",
-                ErrorKind.INVALID_TOOL_PARAMS,
-            )
-        translated = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
-        try:
-            self._line, self._text = (compile_program(f"(?{flags}:{translated})") for flags in ("i", "im"))
-        except ValueError as exc:
-            raise ToolError(
-                f"Invalid regular expression pattern provided: {pattern}. Error: {exc}. Fix the pattern (escape "
-                "literal characters such as ( ) [ ] { } . * + ? | \\ with a backslash; the fallback engine "
-                "reads RE2 syntax, close to ripgrep's).",
-                ErrorKind.INVALID_TOOL_PARAMS,
-            ) from None
-        self.anchored = _ANCHORS.search(pattern) is not None
-
-    def search(self, line: str) -> bool:
-        return self._line.search(encode(line))
-
-    def anywhere(self, text: str) -> bool:
-        return self._text.search(encode(text))
-
-
-def _unsupported(pattern: str) -> str | None:
-    if re.search(r"\(\?<?[=!]", pattern):
-        return (
-            "look-around, including look-ahead and look-behind, is not supported (neither by ripgrep nor by "
-            "the fallback engine)."
-        )
-    if re.search(r"(?<!\\)\\[1-9]", pattern):
-        return "backreferences are not supported (neither by ripgrep nor by the fallback engine)."
-    return None
-
-
-_ANCHORS = re.compile(r"\\[Az]")
-
-
-def decode_text(data: bytes) -> str:
-    if data.startswith(b"\xff\xfe") or data.startswith(b"\xfe\xff"):
-        return data.decode("utf-16", "replace")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", "surrogateescape")
-
-
 class PythonEngine:
     name = "python"
 
     def search(self, job: Job) -> bool:
         ws, targets, req, out, check, progress = job.ws, job.targets, job.req, job.out, job.check, job.progress
-        rx = LineRegex(req.pattern)
+        rx = LineRegex(req.pattern, req.case_sensitive, req.fixed_strings)
+        exclude = _exclude_regex(req)
         include = NodeMatcher(parse_include(req.include), source=req.include) if req.include else None
         deadline = time.monotonic() + req.timeout
         last = time.monotonic()
@@ -546,7 +473,7 @@ class PythonEngine:
                 report = WalkReport()
                 files = (
                     (e.rel, e.rel[len(target.rel) + 1 :] if target.rel else e.rel)
-                    for e in walk(ws, loc, SEARCH_OPTIONS, report=report, cancelled=check)
+                    for e in walk(ws, loc, req.ignore, report=report, cancelled=check)
                 )
             else:
                 files = iter([(target.rel, None)])
@@ -556,7 +483,7 @@ class PythonEngine:
                 if time.monotonic() > deadline:
                     out.stopped = f"the search was stopped after {req.timeout:g} seconds"
                     return True
-                self._file(ws, target, rel, shown_rel, rx, req, out)
+                self._file(ws, target, rel, shown_rel, (rx, exclude), req, out)
                 now = time.monotonic()
                 if now - last > 0.25:
                     last = now
@@ -564,7 +491,8 @@ class PythonEngine:
                     progress(out)
         return True
 
-    def _file(self, ws: Workspace, target: Target, rel: str, shown_rel, rx, req: Request, out: Collector) -> None:
+    def _file(self, ws: Workspace, target: Target, rel: str, shown_rel, regexes, req: Request, out) -> None:
+        rx, exclude = regexes
         loc = Location(target.root, rel, ws.shown_path(target.root, rel))
         try:
             _, data = ws.read_bytes(loc)
@@ -576,14 +504,18 @@ class PythonEngine:
         if not rx.anchored and not rx.anywhere(text):
             return  # a match in a line is a match in the text (multi-line), unless \\A or \\z anchor it
         key = (target.index, target.display_prefix + shown_rel if shown_rel is not None else target.path)
-        count = 0
-        lines: list[tuple[int, str]] = []
+        found = FileLines(req.file_limit, req.before, req.after)
         rows = text.split("\n")
         if rows and rows[-1] == "":
             rows.pop()
+        context = bool(req.before or req.after)
         for number, line in enumerate(rows, 1):
-            if rx.search(line):
-                count += 1
-                if len(lines) < req.cap:
-                    lines.append((number, clip(line)))
-        out.commit(key, count, lines)
+            if rx.search(line) and not (exclude is not None and exclude.search(line.rstrip("\r"))):
+                found.match(number, lambda line=line: show_line(_utf8(line), rx.spans))
+            elif context and found.wants_context:
+                found.other(number, lambda line=line: show_line(_utf8(line)))
+        out.commit(key, found)
+
+
+def _utf8(line: str) -> bytes:
+    return line.encode("utf-8", "surrogateescape")

@@ -1,4 +1,10 @@
-"""search_file_content: a regular expression searched in file contents, with ripgrep (Python fallback)."""
+"""search_file_content: a regular expression searched in file contents, with ripgrep (Python fallback).
+
+The seed schema is published by default; every newer Gemini CLI name and option is accepted too (`dir_path`,
+`include_pattern`, and the ripgrep and GrepTool variants' options), and `--schema-dialect latest` publishes
+the newest schema as `grep_search`. Without the newer options a call behaves as it always did:
+case-insensitive, ignore rules applied, up to `--search-max-matches` matching lines.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +19,78 @@ import anyio.from_thread
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.search_engines import Collector, Job, PythonEngine, Request, RipgrepEngine, Target
+from coretools.tools.dialects import latest_from
+from coretools.tools.search_engines import PythonEngine, RipgrepEngine
+from coretools.tools.search_format import format_result, no_matches, where
+from coretools.tools.search_regex import LineRegex
+from coretools.tools.search_results import MAX_CONTEXT, NO_IGNORE, SEARCH_OPTIONS, Collector, Job, Request, Target
+from coretools.tools.search_scope import ignored_reason, normalise_include, open_targets
 
 DEFAULT_MAX_MATCHES = 300
-MAX_TEXT_CHARS = 50_000
+NAMES_ONLY_MAX_FILES = 1000
 DEFAULT_TIMEOUT = 60.0
+
+NEWER_OPTIONS: dict[str, dict[str, Any]] = {
+    "exclude_pattern": {
+        "type": "string",
+        "description": "Optional: A regular expression; matching lines that also match it are left out (and "
+        "not counted). Case follows 'case_sensitive'.",
+    },
+    "names_only": {
+        "type": "boolean",
+        "description": "Optional: If true, only the file paths of the matches will be returned, sorted, "
+        "instead of the matching lines. Defaults to false.",
+        "default": False,
+    },
+    "max_matches_per_file": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Optional: At most this many matching lines are shown per file (all are counted).",
+    },
+    "total_max_matches": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Optional: At most this many matching lines are shown in all (files, with "
+        "'names_only'); the totals are still counted. If omitted, the server's limit applies (300 by "
+        "default).",
+    },
+    "case_sensitive": {
+        "type": "boolean",
+        "description": "Optional: If true, the search is case-sensitive. Defaults to false (case is ignored).",
+        "default": False,
+    },
+    "fixed_strings": {
+        "type": "boolean",
+        "description": "Optional: If true, 'pattern' is a literal string, not a regular expression. Defaults "
+        "to false.",
+        "default": False,
+    },
+    "context": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Optional: Lines of context shown before and after each match (like grep -C); "
+        "context lines read 'L<n>- ', matching lines 'L<n>: '.",
+    },
+    "after": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Optional: Lines of context shown after each match (like grep -A); overrides "
+        "'context' on that side.",
+    },
+    "before": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Optional: Lines of context shown before each match (like grep -B); overrides "
+        "'context' on that side.",
+    },
+    "no_ignore": {
+        "type": "boolean",
+        "description": "Optional: If true, also searches files that .gitignore, .geminiignore and the default "
+        "excludes (node_modules, build, ...) leave out; protected files (secrets, .git) stay excluded. "
+        "Defaults to false.",
+        "default": False,
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -62,6 +135,12 @@ class SearchFileContent(Tool):
         },
         "required": ["pattern"],
     }
+    aliases = {"dir_path": "path", "include_pattern": "include"}
+    extra_properties = NEWER_OPTIONS
+    latest_name = "grep_search"
+    latest_schema = latest_from(
+        input_schema, rename={"path": "dir_path", "include": "include_pattern"}, add=NEWER_OPTIONS
+    )
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -98,22 +177,13 @@ class SearchFileContent(Tool):
         return ([RipgrepEngine(binary)] if binary else []) + [PythonEngine()]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        pattern = args["pattern"]
-        if not pattern:
-            raise ToolError("The 'pattern' parameter cannot be empty.", ErrorKind.INVALID_TOOL_PARAMS)
-        include = (args.get("include") or "").strip() or None
-        check_rg_argument("pattern", pattern, MAX_PATTERN_CHARS)
-        if include is not None:
-            check_rg_argument("include", include, MAX_GLOB_CHARS)
-        req = Request(
-            pattern=pattern,
-            include=include,
-            cap=max(1, self.options.search_max_matches),
-            timeout=self.options.search_timeout,
-            allow_protected=ctx.workspace.allow_protected,
-        )
-        targets = await anyio.to_thread.run_sync(_open_targets, ctx, args.get("path"))
+        req = self._request(args, ctx)
+        targets = await anyio.to_thread.run_sync(open_targets, ctx, args.get("path"))
         try:
+            if not args.get("no_ignore"):
+                reason = await anyio.to_thread.run_sync(ignored_reason, ctx, targets[0])
+                if reason is not None:
+                    return _ignored(req, args, targets, reason)
             collector, engine = await anyio.to_thread.run_sync(self._search, ctx, targets, req)
         finally:
             for target in targets:
@@ -121,7 +191,45 @@ class SearchFileContent(Tool):
                     os.close(target.fd)
                 except OSError:
                     pass
-        return _format(args, include, targets, collector, engine, req)
+        shown_include = (args.get("include") or "").strip() or None
+        return format_result(req, args.get("path"), shown_include, targets, collector, engine)
+
+    def _request(self, args: dict[str, Any], ctx: ToolContext) -> Request:
+        """The call as the engines take it, every parameter checked before anything runs."""
+        pattern = args["pattern"]
+        if not pattern:
+            raise ToolError("The 'pattern' parameter cannot be empty.", ErrorKind.INVALID_TOOL_PARAMS)
+        check_rg_argument("pattern", pattern, MAX_PATTERN_CHARS)
+        include = (args.get("include") or "").strip() or None
+        if include is not None:
+            check_rg_argument("include", include, MAX_GLOB_CHARS)
+        exclude = args.get("exclude_pattern") or None
+        if exclude is not None:
+            check_rg_argument("exclude_pattern", exclude, MAX_PATTERN_CHARS)
+            LineRegex(exclude, bool(args.get("case_sensitive")), label="exclude ")
+        for name in ("max_matches_per_file", "total_max_matches"):
+            if args.get(name) is not None and args[name] < 1:
+                raise ToolError(f"{name} must be at least 1.", ErrorKind.INVALID_TOOL_PARAMS)
+        names_only = bool(args.get("names_only"))
+        cap = args.get("total_max_matches") or (
+            NAMES_ONLY_MAX_FILES if names_only else max(1, self.options.search_max_matches)
+        )
+        context = args.get("context") or 0
+        return Request(
+            pattern=pattern,
+            include=normalise_include(include) if include else None,
+            cap=cap,
+            timeout=self.options.search_timeout,
+            allow_protected=ctx.workspace.allow_protected,
+            ignore=NO_IGNORE if args.get("no_ignore") else SEARCH_OPTIONS,
+            case_sensitive=bool(args.get("case_sensitive")),
+            fixed_strings=bool(args.get("fixed_strings")),
+            before=min(MAX_CONTEXT, _given(args.get("before"), context)),
+            after=min(MAX_CONTEXT, _given(args.get("after"), context)),
+            exclude=exclude,
+            per_file=args.get("max_matches_per_file"),
+            names_only=names_only,
+        )
 
     def _search(self, ctx: ToolContext, targets: list[Target], req: Request) -> tuple[Collector, str]:
         def check() -> None:
@@ -135,110 +243,23 @@ class SearchFileContent(Tool):
                 pass
 
         for engine in self._engines():
-            collector = Collector(req.cap)
+            collector = Collector(req.cap, req.names_only)
             if engine.search(Job(ctx.workspace, targets, req, collector, check, progress)):
                 return collector, engine.name
         raise AssertionError("the Python engine always runs")  # pragma: no cover
 
 
-def _open_targets(ctx: ToolContext, path: str | None) -> list[Target]:
-    ws = ctx.workspace
-    if not path:
-        from coretools.sandbox.paths import Location
-
-        targets = []
-        try:
-            for index, root in enumerate(ws.roots):
-                node = ws.open_node(Location(index, "", root.shown))
-                prefix = f"{node.path}/" if len(ws.roots) > 1 else ""
-                targets.append(Target(index, node.root, node.rel, node.path, node.fd, True, prefix))
-        except BaseException:
-            for t in targets:
-                os.close(t.fd)
-            raise
-        return targets
-    node = ws.open_node(ws.locate(path))
-    if not (node.is_dir or node.is_file):
-        node.close()
-        raise ToolError(
-            f"Path is not a valid directory or file: {node.path}. Pass a directory (or a regular file) inside "
-            "the workspace.",
-            ErrorKind.PATH_IS_NOT_A_DIRECTORY,
-        )
-    return [Target(0, node.root, node.rel, node.path, node.fd, node.is_dir, "")]
+def _given(value: int | None, default: int) -> int:
+    return default if value is None else max(0, value)
 
 
-def _where(args: dict[str, Any], targets: list[Target]) -> str:
-    if args.get("path"):
-        return f'in path "{args["path"]}"'
-    if len(targets) == 1:
-        return "in the workspace directory"
-    return f"across {len(targets)} workspace directories"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}es" if word.endswith("h") else f"{n} {word}s"
-
-
-def _format(
-    args: dict[str, Any], include: str | None, targets: list[Target], out: Collector, engine: str, req: Request
-) -> ToolResult:
-    where = _where(args, targets)
+def _ignored(req: Request, args: dict[str, Any], targets: list[Target], reason: str) -> ToolResult:
+    """The answer for a `path` the ignore rules leave out: nothing in it is searched, and how to search it."""
+    include = (args.get("include") or "").strip()
     flt = f' (filter: "{include}")' if include else ""
-    structured: dict[str, Any] = {
-        "total_matches": out.total_matches,
-        "total_files": out.total_files,
-        "shown_matches": 0,
-        "truncated": False,
-        "engine": engine,
-        "unverified_files": out.unverified_files,
-    }
-    stopped = f" Note: {out.stopped}, so the totals are lower bounds." if out.stopped else ""
-    if out.unverified_files:
-        stopped += (
-            f" Note: {_plural(out.unverified_files, 'file')} changed during the search (or could not be read again "
-            "inside the workspace); their unconfirmed matches are left out."
-        )
-    if out.total_matches == 0:
-        structured["stopped"] = out.stopped
-        return ToolResult.text(f'No matches found for pattern "{req.pattern}" {where}{flt}.{stopped}', structured)
-    body: list[str] = []
-    shown = 0
-    shown_files = 0
-    size = 0
-    full = True
-    for path, lines in out.groups():
-        block = [f"File: {path}"]
-        for number, text in lines:
-            row = f"L{number}: {text}"
-            if size + len(row) > MAX_TEXT_CHARS and shown:
-                full = False
-                break
-            block.append(row)
-            size += len(row) + 1
-            shown += 1
-        if len(block) > 1:
-            body += ["---", *block]
-            shown_files += 1
-        if not full:
-            break
-    body.append("---")
-    truncated = shown < out.total_matches
-    head = (
-        f"Found {_plural(out.total_matches, 'match')} in {_plural(out.total_files, 'file')} "
-        f'for pattern "{req.pattern}" {where}{flt}'
-    )
-    if truncated:
-        reason = f"the limit of {req.cap} matches" if full else f"about {MAX_TEXT_CHARS // 1000} KB of text"
-        head += (
-            f" (showing the first {_plural(shown, 'match')} in {_plural(shown_files, 'file')}, sorted by path; "
-            f"results limited to {reason}). To see the rest, narrow the search: a more specific pattern, a "
-            "'path' to a subdirectory, or an 'include' glob such as '*.py'"
-        )
-    head += ":" + stopped
-    structured.update(shown_matches=shown, truncated=truncated, stopped=out.stopped)
-    return ToolResult.text("\n".join([head, *body]), structured)
+    note = f" {reason}, so nothing in it is searched; pass no_ignore: true to search it."
+    structured = {"total_matches": 0, "total_files": 0, "shown_matches": 0, "truncated": False, "ignored": True}
+    return ToolResult.text(no_matches(req, where(args.get("path"), targets), flt, note), structured)
 
 
 TOOL = SearchFileContent
-
