@@ -11,6 +11,7 @@ from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location
 from coretools.tools import textedit as te
+from coretools.tools.dialects import latest_from
 from coretools.tools.base import ToolContext, ToolResult
 
 _SPLIT_EDIT = (
@@ -83,6 +84,42 @@ class Replace(te.EditTool):
         },
         "required": ["file_path", "old_string", "new_string"],
     }
+    extra_properties = {
+        "allow_multiple": {
+            "type": "boolean",
+            "description": "If true, replace every occurrence of old_string (at least one must exist); if false "
+            "(the default), old_string must occur exactly once.",
+        },
+        "instruction": {
+            "type": "string",
+            "description": "A short, self-contained description of the change: why, where, what, and the "
+            "outcome. It is repeated in the result.",
+        },
+    }
+    latest_schema = latest_from(
+        input_schema,
+        drop=("expected_replacements", "modified_by_user"),
+        add={"instruction": extra_properties["instruction"], "allow_multiple": extra_properties["allow_multiple"]},
+        required=["file_path", "instruction", "old_string", "new_string"],
+    )
+
+    @classmethod
+    def translate(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """`allow_multiple: false` is `expected_replacements: 1`; `true` replaces every occurrence unless a
+        count is also given (which is then held to)."""
+        args = super().translate(args)
+        if "allow_multiple" not in args:
+            return args
+        given = args.get("expected_replacements")
+        if not args["allow_multiple"] and given not in (None, 1):
+            raise ToolError(
+                f"Parameters 'allow_multiple' (false: exactly one occurrence) and 'expected_replacements' ({given}) "
+                "disagree. Pass only one of them.",
+                ErrorKind.INVALID_TOOL_PARAMS,
+            )
+        if not args["allow_multiple"] or given is not None:
+            args = {k: v for k, v in args.items() if k != "allow_multiple"}
+        return args
     idempotent = False
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -108,8 +145,10 @@ class Replace(te.EditTool):
         if plan.created:
             headline = f"Created new file: {outcome.path} with provided content."
         else:
-            count = _plural(args["expected_replacements"], "replacement")
+            count = _plural(plan.replacements or args["expected_replacements"], "replacement")
             headline = f"Successfully modified file: {outcome.path} ({count})."
+            if args.get("instruction", "").strip():
+                headline += f" Instruction carried out: {te.echo(args['instruction'].strip())}"
         return te.result(plan, headline, args, "`new_string` content", new_string)
 
     def plan(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> te.Plan:
@@ -154,9 +193,9 @@ class Replace(te.EditTool):
         del data
         breaks = te.newlines(text)
         matches, newline_at = _find(text, old_string, breaks)
-        expected = args["expected_replacements"]
         if not matches:
             return _recovered_plan(loc, path, st, text, codec, breaks, args)
+        expected = len(matches) if args.get("allow_multiple") else args["expected_replacements"]
         _check_count(path, text, [s for s, _ in matches[:10]], len(matches), expected, "")
         new_lf = te.to_lf(new_string)
         size = _edited_size(st.st_size, codec, te.to_lf(old_string), new_lf, matches, newline_at)
@@ -172,6 +211,7 @@ class Replace(te.EditTool):
                 ErrorKind.EDIT_NO_CHANGE,
             )
         plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st)
+        plan.replacements = len(matches)
         plan.notes = te.style_notes(codec, breaks)
         plan.spans = te.align(text, new, raw)
         plan.render()
@@ -191,11 +231,11 @@ def _recovered_plan(loc: Location, path: str, st, text: str, codec: te.Codec, br
     """The plan of an edit whose old_string is not literally in the file: the near-miss cascade decides
     where (or refuses, the file untouched); its replacements take the file's line endings."""
     old_string: str = args["old_string"]
-    expected = args["expected_replacements"]
     text_lf = te.to_lf(text) if breaks.crlf else text
     found = te.recover(text_lf, te.to_lf(old_string), te.to_lf(args["new_string"]), check=_check_cancelled)
     if not found.count:
         raise ToolError(_no_match_message(path, text, old_string, found.nearest), ErrorKind.EDIT_NO_OCCURRENCE_FOUND)
+    expected = found.count if args.get("allow_multiple") else args["expected_replacements"]
     _check_count(path, text_lf, [s for s, _ in found.spans[:10]], found.count, expected, found.strategy)
     if breaks.crlf:
         ends = iter(_original_indices(text, [i for span in found.spans for i in span]))
@@ -217,6 +257,7 @@ def _recovered_plan(loc: Location, path: str, st, text: str, codec: te.Codec, br
         what = f"replacing {_plural(expected, 'occurrence')} of old_string with new_string"
         raise te.too_big(path, size, what, _SPLIT_EDIT)
     plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st)
+    plan.replacements = found.count
     plan.notes = [found.note, *te.style_notes(codec, breaks)]
     plan.spans = te.align(text, new, raw)
     plan.render()

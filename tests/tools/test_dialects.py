@@ -108,3 +108,48 @@ async def test_the_latest_dialect_is_what_is_listed(tree: Path) -> None:
         listed = {t.name: t for t in (await client.list_tools()).tools}
     assert listed["read_file"].input_schema["required"] == ["file_path"]
     assert "dir_path" in listed["list_directory"].input_schema["properties"]
+
+
+async def test_replace_allow_multiple_and_instruction(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    target.write_text("a = 1\nb = 1\nc = 1\n")
+    async with connect([tmp_path], "legacy") as client:
+        many = await client.call_tool("replace", {
+            "file_path": str(target), "old_string": "= 1", "new_string": "= 2", "allow_multiple": True,
+            "instruction": "Set every constant to 2.",
+        })
+        assert not many.is_error, text_of(many)
+        assert "(3 replacements)" in text_of(many) and "Instruction carried out: Set every constant to 2." in text_of(many)
+        assert target.read_text() == "a = 2\nb = 2\nc = 2\n"
+        one = await client.call_tool("replace", {
+            "file_path": str(target), "old_string": "= 2", "new_string": "= 3", "allow_multiple": False,
+        })
+        assert one.is_error and "expected 1 occurrence but found 3" in text_of(one)
+        clash = await client.call_tool("replace", {
+            "file_path": str(target), "old_string": "= 2", "new_string": "= 3", "allow_multiple": False,
+            "expected_replacements": 3,
+        })
+        assert clash.is_error and "'allow_multiple'" in text_of(clash) and "'expected_replacements'" in text_of(clash)
+        held = await client.call_tool("replace", {
+            "file_path": str(target), "old_string": "= 2", "new_string": "= 3", "allow_multiple": True,
+            "expected_replacements": 2,
+        })
+        assert held.is_error and "expected 2 occurrences but found 3" in text_of(held)
+        near = await client.call_tool("replace", {
+            "file_path": str(target), "old_string": "b  =  2", "new_string": "b = 5", "allow_multiple": True,
+        })
+        assert not near.is_error and "(1 replacement)" in text_of(near)
+    assert target.read_text() == "a = 2\nb = 5\nc = 2\n"
+
+
+async def test_replace_in_the_latest_dialect(tmp_path: Path) -> None:
+    target = tmp_path / "x.txt"
+    target.write_text("one\n")
+    async with connect([tmp_path], "legacy", "--schema-dialect", "latest") as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert listed["replace"].input_schema["required"] == ["file_path", "instruction", "old_string", "new_string"]
+        result = await client.call_tool("replace", {
+            "file_path": str(target), "instruction": "Say two.", "old_string": "one", "new_string": "two",
+        })
+        assert not result.is_error, text_of(result)
+    assert target.read_text() == "two\n"

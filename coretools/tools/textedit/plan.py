@@ -34,6 +34,7 @@ class Plan:
     spans: list[Span] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     diff: Rendered | None = None
+    replacements: int = 0  # occurrences replaced (replace)
     syntax: str | None = None  # a syntax error the edit introduced, as a note (see `syntax.syntax_note`)
     tool: str = ""  # the tool that made it, for the edit journal
     journal: JournalSettings | None = None  # None: the journal's defaults
