@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from coretools.sandbox.scratch import ScratchArea
 from coretools.sandbox.process_groups import (
     MARKER_VAR,
     Group,
@@ -128,6 +129,7 @@ class Runner:
         self.label = label
         self._owner = id(self)
         self._dir: str | None = None
+        self._area: ScratchArea | None = None
 
     @property
     def scratch_dir(self) -> str:
@@ -136,18 +138,22 @@ class Runner:
             self._dir = tempfile.mkdtemp(prefix=f"{self.label}-")
         return self._dir
 
+    @property
+    def saved(self) -> ScratchArea:
+        """Where full outputs and background logs go (`output` in the scratch directory, which the sandbox
+        shows read-only): a scratch area the file tools can read, never write (see `scratch`)."""
+        if self._area is None:
+            self._area = ScratchArea(os.path.join(self.scratch_dir, "output"))
+        return self._area
+
     def save_output(self, name: str, data: bytes) -> str:
-        """Write a command's full output to a file in the scratch directory; return its path."""
-        out_dir = os.path.join(self.scratch_dir, "output")
-        os.makedirs(out_dir, mode=0o700, exist_ok=True)
-        fd, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".txt", dir=out_dir)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        return path
+        """Write a command's full output to a new file of the scratch area; return its path."""
+        return self.saved.save(name, data)
+
+    def spawn(self, spec: RunSpec, *, cwd_fd: int | None = None) -> tuple[subprocess.Popen, Group]:
+        """Start `spec.argv` as `run` would (own session and group, registered to be killed on close) and
+        hand the process over; its pipes and bounds are the caller's business (background commands)."""
+        return _start(spec, self._owner, cwd_fd)
 
     def present(self, outcome: Outcome, stream: Stream, limit: int) -> tuple[str, str | None]:
         """What the model sees of one stream, and where its full (kept) output was saved if it was cut:
@@ -179,6 +185,9 @@ class Runner:
         for group in groups:
             kill_group(group, signal.SIGKILL)
             unregister(group.pgid)
+        if self._area is not None:
+            self._area.close()
+            self._area = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

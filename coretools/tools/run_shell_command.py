@@ -19,10 +19,14 @@ where only the roots are writable.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
 
 from coretools.errors import ConfigurationError, ErrorKind, ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult
@@ -32,12 +36,23 @@ from coretools.sandbox.process_settings import (
     signal_name,
     stop_message,
 )
-from coretools.sandbox.runner import Outcome, Runner
+from coretools.sandbox.background import (
+    DEFAULT_LIFETIME,
+    DEFAULT_MAX_JOBS,
+    BackgroundJob,
+    BackgroundJobs,
+    Limits,
+    TooManyJobs,
+)
+from coretools.sandbox.runner import Outcome, Runner, RunSpec, shorten
+from coretools.sandbox.scratch import read_only_error
 from coretools.sandbox.exec_policy import runs_programs
 from coretools.sandbox.shell_policy import Refused, ShellPolicy
 from coretools.tools.process_options import ProcessOptions
 
 MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
+DEFAULT_DELAY_MS = 200  # Gemini CLI's wait before a command is backgrounded
+MAX_DELAY_MS = 60_000
 logger = logging.getLogger("coretools")
 
 
@@ -46,6 +61,8 @@ class ShellOptions(ProcessOptions):
     no_shell: bool = False
     allow_command: tuple[str, ...] = ()
     deny_command: tuple[str, ...] = ()
+    max_background_commands: int = DEFAULT_MAX_JOBS
+    background_timeout: float | None = DEFAULT_LIFETIME
 
 
 class RunShellCommand(Tool):
@@ -95,6 +112,38 @@ class RunShellCommand(Tool):
         },
         "required": ["command"],
     }
+    aliases = {"dir_path": "directory"}
+    extra_properties = {
+        "is_background": {
+            "type": "boolean",
+            "description": "Run the command in the background: the call returns after `delay_ms` with its PID, its "
+            "process group and the log file its output goes to (readable with read_file), while it runs on. Use "
+            "it for servers and watchers, instead of `&`. If it finished within the delay, the normal result "
+            "is returned.",
+        },
+        "delay_ms": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": MAX_DELAY_MS,
+            "description": f"With is_background: how long to wait, in milliseconds, before returning (default "
+            f"{DEFAULT_DELAY_MS}), so early output and quick failures are seen.",
+        },
+    }
+    latest_schema = {
+        "type": "object",
+        "properties": {
+            "command": input_schema["properties"]["command"],
+            "description": input_schema["properties"]["description"],
+            "dir_path": {
+                "type": "string",
+                "description": "(OPTIONAL) The directory to run the command in: a path relative to the project "
+                "root, or an absolute path inside the workspace. It must already exist. Defaults to the project "
+                "root.",
+            },
+            **extra_properties,
+        },
+        "required": ["command"],
+    }
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -139,6 +188,22 @@ class RunShellCommand(Tool):
             f"(default: {DEFAULT_INACTIVITY_TIMEOUT:g})",
         )
         parser.add_argument(
+            "--max-background-commands",
+            type=int,
+            default=DEFAULT_MAX_JOBS,
+            metavar="N",
+            help="at most N commands started with is_background run at once; 0 turns is_background off "
+            f"(default: {DEFAULT_MAX_JOBS})",
+        )
+        parser.add_argument(
+            "--background-timeout",
+            type=float,
+            default=DEFAULT_LIFETIME,
+            metavar="SECONDS",
+            help="stop a background command (is_background) after this long; 0 disables "
+            f"(default: {DEFAULT_LIFETIME:g})",
+        )
+        parser.add_argument(
             "--shell-sandbox",
             choices=["bwrap"],
             default=None,
@@ -168,6 +233,15 @@ class RunShellCommand(Tool):
         except ValueError as exc:
             raise ConfigurationError(f"--allow-command/--deny-command: {exc}") from None
         self.runner = Runner("coretools-shell")
+        lifetime = self.options.background_timeout
+        self.jobs = BackgroundJobs(
+            self.runner,
+            Limits(
+                max_jobs=max(self.options.max_background_commands, 0),
+                lifetime=float(lifetime) if lifetime and lifetime > 0 else None,
+                log_cap=self.settings.output_cap,
+            ),
+        )
         if not self.options.no_shell:
             problem = self.settings.problem()
             if problem:
@@ -194,6 +268,7 @@ class RunShellCommand(Tool):
         return None
 
     async def aclose(self) -> None:
+        await self.jobs.aclose()
         await self.runner.aclose()
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -213,6 +288,8 @@ class RunShellCommand(Tool):
         ws = ctx.workspace
         node = ws.open_node(ws.locate(args.get("directory") or "."))
         try:
+            if ws.is_scratch(node.root):
+                raise read_only_error(node.path, ws.root_list())
             if not node.is_dir:
                 raise ToolError(
                     f"Directory is not a directory: {node.path}. Pass an existing directory (or omit 'directory' to "
@@ -225,6 +302,10 @@ class RunShellCommand(Tool):
             spec = self.settings.spec(
                 self.runner, ["bash", "-c", command], cwd=cwd, roots=roots, hardened=bool(self.policy.allow)
             )
+            if args.get("is_background"):
+                job = self._start_background(command, spec, node.fd)
+            else:
+                job = None
             sent = 0
 
             async def live(text: str) -> None:
@@ -232,10 +313,68 @@ class RunShellCommand(Tool):
                 sent += len(text)
                 await ctx.progress(sent, None, text[-4000:])
 
-            outcome = await self.runner.run(spec, live, cwd_fd=node.fd)
+            if job is None:
+                outcome = await self.runner.run(spec, live, cwd_fd=node.fd)
         finally:
             node.close()
+        if job is not None:
+            return await self._background(command, node.path, job, args.get("delay_ms", DEFAULT_DELAY_MS))
         return self._result(command, node.path, outcome)
+
+    def _start_background(self, command: str, spec: RunSpec, cwd_fd: int) -> BackgroundJob:
+        spec = dataclasses.replace(spec, wall_timeout=None, inactivity_timeout=None)
+        try:
+            return self.jobs.start(spec, cwd_fd=cwd_fd, label=command)
+        except TooManyJobs as exc:
+            raise ToolError(_too_many(exc.jobs, self.jobs.limits.max_jobs), ErrorKind.SHELL_EXECUTE_ERROR) from None
+        except OSError as exc:
+            raise ToolError(
+                f"Could not start the command in the background: {exc.strerror or exc}.", ErrorKind.SHELL_EXECUTE_ERROR
+            ) from None
+
+    async def _background(self, command: str, directory: str, job: BackgroundJob, delay_ms: int) -> ToolResult:
+        """Wait up to the delay: the normal result if the command finished by then, else where it runs.
+        A call cancelled while waiting takes the command with it (its caller never learnt its PID)."""
+        end = time.monotonic() + min(delay_ms, MAX_DELAY_MS) / 1000
+        try:
+            while not job.exited.is_set() and time.monotonic() < end:
+                await anyio.sleep(min(0.01, max(end - time.monotonic(), 0)))
+        except BaseException:
+            job.kill_now("cancelled")
+            raise
+        if job.exited.is_set():
+            try:
+                os.unlink(job.log_path)
+            except OSError:
+                pass
+            return self._result(command, directory, job.outcome())
+        return self._background_result(command, directory, job, job.detach())
+
+    def _background_result(self, command: str, directory: str, job: BackgroundJob, initial: str) -> ToolResult:
+        lifetime = self.jobs.limits.lifetime
+        limit = f"after {lifetime:g} s (--background-timeout)" if lifetime else "only when the server stops"
+        if self.options.shell_sandbox is None:
+            stop = f"Stop it with `kill -- -{job.pgid}`; it is stopped anyway {limit}."
+        else:
+            stop = (f"It runs in the sandbox, out of reach of other commands' signals: it ends by itself, or is "
+                    f"stopped {limit}.")  # fmt: skip
+        shown = shorten(initial.rstrip("\n"), MAX_SHOWN_CHARS, saved_to=job.log_path)[0]
+        text = (
+            f"Command is running in background. PID: {job.pid}. Process Group PGID: {job.pgid}. Its output "
+            f"(stdout and stderr together) goes to {job.log_path}, which read_file can read; the log grows while "
+            f"it runs and ends with how it exited. {stop}\n"
+            + (f"Initial output:\n{shown}" if shown else "No output yet.")
+        )
+        structured = {
+            "command": command,
+            "directory": directory,
+            "background": True,
+            "pid": job.pid,
+            "pgid": job.pgid,
+            "log_path": job.log_path,
+            "initial_output": shown,
+        }
+        return ToolResult.text(text, structured)
 
     def _result(self, command: str, directory: str, outcome: Outcome) -> ToolResult:
         saved: dict[str, str] = {}
@@ -275,6 +414,20 @@ class RunShellCommand(Tool):
         result = ToolResult.text(text, structured)
         result.is_error = error is not None
         return result
+
+
+def _too_many(jobs: list[BackgroundJob], limit: int) -> str:
+    if limit == 0:
+        return (
+            "Background commands are turned off on this server (--max-background-commands 0). Run the command "
+            "without is_background."
+        )
+    listed = "; ".join(f"PID {j.pid} (`{j.label[:80]}`)" for j in jobs)
+    return (
+        f"Too many background commands are running ({len(jobs)}, the limit of --max-background-commands): "
+        f"{listed}. Wait for one to finish or stop one (`kill -- -PGID`), or run this command without "
+        "is_background."
+    )
 
 
 TOOL = RunShellCommand
