@@ -229,6 +229,7 @@ class SearchFileContent(Tool):
             exclude=exclude,
             per_file=args.get("max_matches_per_file"),
             names_only=names_only,
+            text_chars=_text_chars(ctx.result_chars),
         )
 
     def _search(self, ctx: ToolContext, targets: list[Target], req: Request) -> tuple[Collector, str]:
@@ -263,3 +264,12 @@ def _ignored(req: Request, args: dict[str, Any], targets: list[Target], reason: 
 
 
 TOOL = SearchFileContent
+
+
+# What a search answer keeps beside its matches: the header, the notes on limits and skipped files.
+RESERVE_CHARS = 5_000
+
+
+def _text_chars(budget: int) -> int:
+    """The characters of matches an answer may hold within the result budget (all of a large cap if none)."""
+    return max(budget - RESERVE_CHARS, 1_000) if budget > 0 else 10_000_000

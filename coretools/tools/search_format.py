@@ -1,7 +1,7 @@
 """search_file_content's answer: Gemini CLI's layout (`File:` blocks, `L<n>: ` for a matching line, `L<n>- `
 for a context line, `---` between files), or the sorted file list of `names_only`, under a header with the
-true totals and, when not everything is shown, why and how to see the rest. The text stays within
-`MAX_TEXT_CHARS`."""
+true totals and, when not everything is shown, why and how to see the rest. The text stays within the
+request's `text_chars`, taken from the result budget (`--max-result-chars`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from typing import Any
 
 from coretools.tools.base import ToolResult
 from coretools.tools.search_results import Collector, Request, Target
-
-MAX_TEXT_CHARS = 50_000
 
 
 def where(path: str | None, targets: list[Target]) -> str:
@@ -82,7 +80,7 @@ def _limits(req: Request, out: Collector, full: bool) -> str:
     if req.per_file and any(out.counts[key] > len(out.kept[key]) for key in out.keys()):
         reasons.append(f"{req.per_file} matches per file")
     if not full:
-        reasons.append(f"about {MAX_TEXT_CHARS // 1000} KB of text")
+        reasons.append(f"about {req.text_chars // 1000} KB of text")
     elif out.stored >= out.cap:
         reasons.append(f"the limit of {req.cap} matches")
     return " and ".join(reasons) or f"the limit of {req.cap} matches"
@@ -98,7 +96,7 @@ def _blocks(req: Request, out: Collector) -> tuple[list[str], int, int, bool]:
         block = [f"File: {key[1]}"]
         for number, text, is_match in _rows(out.kept[key], out.context.get(key, {}), req.before, req.after):
             row = f"L{number}{':' if is_match else '-'} {text}"
-            if size + len(row) > MAX_TEXT_CHARS and shown:
+            if size + len(row) > req.text_chars and shown:
                 full = False
                 break
             block.append(row)
@@ -136,7 +134,7 @@ def _names(req: Request, place: str, flt: str, out: Collector, notes: str, struc
     names: list[str] = []
     size = 0
     for _, name in out.keys():
-        if size + len(name) > MAX_TEXT_CHARS and names:
+        if size + len(name) > req.text_chars and names:
             break
         names.append(name)
         size += len(name) + 1
@@ -146,7 +144,7 @@ def _names(req: Request, place: str, flt: str, out: Collector, notes: str, struc
     )
     truncated = len(names) < out.total_files
     if truncated:
-        limit = f"the limit of {req.cap} files" if len(names) >= req.cap else f"about {MAX_TEXT_CHARS // 1000} KB"
+        limit = f"the limit of {req.cap} files" if len(names) >= req.cap else f"about {req.text_chars // 1000} KB"
         head += (
             f" (showing the first {plural(len(names), 'file')}, sorted by path; results limited to {limit}). "
             "To see the rest, narrow the search: a 'path' to a subdirectory or an 'include' glob"

@@ -53,6 +53,7 @@ class Request:
     exclude: str | None = None
     per_file: int | None = None  # matching lines kept per file
     names_only: bool = False
+    text_chars: int = 50_000  # characters of matches and names the answer may hold (from the result budget)
 
     @property
     def file_limit(self) -> int:
