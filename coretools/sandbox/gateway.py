@@ -29,7 +29,7 @@ from coretools.errors import (
     ProtectedPath,
     ToolError,
 )
-from coretools.sandbox import kernel
+from coretools.sandbox import hints, kernel, scratch
 from coretools.sandbox.ignore import (
     GEMINIIGNORE,
     GIT_INFO_EXCLUDE,
@@ -207,6 +207,8 @@ class Workspace(Writes):
                     rest = strip_prefix(path, root.path)
                 if rest is not None:
                     return self._location(index, rest)
+            if scratch.is_scratch_path(path):
+                return Location(self.scratch_index, os.path.basename(path), os.path.normpath(path))
             raise OutsideWorkspace(path, self.root_list())
         anchor = base or Location(0, "", self.primary.shown)
         joined = f"{anchor.rel}/{path}" if anchor.rel else path
@@ -232,6 +234,25 @@ class Workspace(Writes):
                 raise ProtectedPath(shown_norm, reason)
         return Location(index, rel, shown_norm)
 
+    @property
+    def scratch_index(self) -> int:
+        """The root index of a location in a scratch area (saved command outputs, see `scratch`): one past
+        the roots, so it reads through the scratch area's own checks and names no root."""
+        return len(self.roots)
+
+    def is_scratch(self, root: int) -> bool:
+        return root >= len(self.roots)
+
+    def _scratch_node(self, loc: Location, flags: int) -> Node:
+        fd, st = scratch.open_saved(loc.shown, flags)
+        return Node(fd, loc.root, loc.rel, loc.shown, st)
+
+    def _parent_of(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]:
+        # Every write, edit and removal opens the parent first: a scratch area is read-only.
+        if self.is_scratch(loc.root):
+            raise scratch.read_only_error(loc.shown, self.root_list())
+        return super()._parent_of(loc, create=create)
+
     def shown_path(self, root: int, rel: str) -> str:
         base = self.roots[root].shown
         if not rel:
@@ -246,7 +267,7 @@ class Workspace(Writes):
         except kernel.EscapeError:
             raise OutsideWorkspace(loc.shown, self.root_list()) from None
         except OSError as exc:
-            raise self._os_error(exc, loc.shown) from None
+            raise hints.attach(self, loc, self._os_error(exc, loc.shown)) from None
 
     def _os_error(self, exc: OSError, shown: str) -> ToolError:
         code = exc.errno
@@ -326,15 +347,23 @@ class Workspace(Writes):
 
     def _open_node(self, loc: Location, *, follow: bool = True, exempt: str | None = None) -> Node:
         flags = kernel.O_PATH if kernel.O_PATH else os.O_RDONLY | kernel.O_NONBLOCK | kernel.O_NOCTTY
+        if self.is_scratch(loc.root):
+            return self._scratch_node(loc, flags)
         if kernel.O_PATH:
             try:
                 fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, flags)
             except OSError as exc:
-                raise self._os_error(exc, loc.shown) from None
+                raise hints.attach(self, loc, self._os_error(exc, loc.shown)) from None
             if fd is not None:  # no symlink on the way: the path as given is the real one
                 return self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True)
         fd, root = self._open(loc, flags, follow=follow)
         return self._node(fd, root, loc.rel, exempt=exempt)
+
+    def path_hint(self, loc: Location) -> str:
+        """For a tool's own not-found message: a line starting with a newline that names the paths `loc`
+        likely meant (see `hints`), or ''."""
+        text = hints.hint_text(self, loc)
+        return f"\n{text}" if text else ""
 
     def exists(self, loc: Location) -> bool:
         try:
@@ -358,6 +387,12 @@ class Workspace(Writes):
     def _open_regular(self, loc: Location, *, exempt: str | None = None) -> Iterator[tuple[Node, object]]:
         # `exempt`: the one protected root-relative path the server itself may read (.git/info/exclude for
         # the ignore engine), and only when that is the file's real path, never through an alias.
+        if self.is_scratch(loc.root):
+            node = self._scratch_node(loc, os.O_RDONLY)
+            fd, node.fd = node.fd, -1
+            with _reader(fd) as handle:
+                yield node, handle
+            return
         fast = self._open_plain_regular(loc, exempt)
         if fast is not None:
             node, fd = fast
@@ -473,6 +508,8 @@ class Workspace(Writes):
         return self._state.specs.entry(root, rel_file, signature, load)
 
     def is_ignored(self, node_root: int, rel: str, is_dir: bool, options: IgnoreOptions) -> bool:
+        if self.is_scratch(node_root):
+            return False
         if not (options.git or options.defaults):  # only .geminiignore can apply (read_file's question)
             if not options.gemini or self._ignore_spec(node_root, GEMINIIGNORE) is None:
                 return False
