@@ -182,30 +182,29 @@ class Tool:
     async def aclose(self) -> None:
         """Called once when the server stops; release processes and other resources."""
 
-    @classmethod
-    def accepted_schema(cls) -> dict[str, Any]:
+    def accepted_schema(self) -> dict[str, Any]:
         """What a call is validated against: the published schema, every alias (typed as the parameter it
         names, so a wrong type is reported under the name the caller used) and the newer parameters."""
-        props = dict(cls.input_schema.get("properties", {}))
-        props.update(cls.extra_properties)
-        for alias, target in cls.aliases.items():
+        props = dict(self.input_schema.get("properties", {}))
+        props.update(self.extra_properties)
+        for alias, target in self.aliases.items():
             props.setdefault(alias, props[target])
-        required = [n for n in cls.input_schema.get("required", []) if not cls._other_names(n)]
-        return {**cls.input_schema, "properties": props, "required": required}
+        required = [n for n in self.input_schema.get("required", []) if not self._other_names(n)]
+        if not self.aliases and not self.extra_properties and not self.required_via:
+            return self.input_schema
+        return {**self.input_schema, "properties": props, "required": required}
 
-    @classmethod
-    def _other_names(cls, name: str) -> list[str]:
-        return [a for a, t in cls.aliases.items() if t == name] + list(cls.required_via.get(name, ()))
+    def _other_names(self, name: str) -> list[str]:
+        return [a for a, t in self.aliases.items() if t == name] + list(self.required_via.get(name, ()))
 
-    @classmethod
-    def missing(cls, args: Any) -> list[str]:
+    def missing(self, args: Any) -> list[str]:
         """A problem for each required parameter a call gives under none of its names."""
         if args is not None and not isinstance(args, dict):
             return []  # "params must be an object" says it all
         given = args or {}
         out = []
-        for name in cls.input_schema.get("required", []):
-            others = cls._other_names(name)
+        for name in self.input_schema.get("required", []):
+            others = self._other_names(name)
             if not others or name in given or any(o in given for o in others):
                 continue
             newer = ", ".join(repr(o) for o in others)
