@@ -15,6 +15,7 @@ import anyio
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, check_rg_argument
 from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_by, ignored_chain, include_hint
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
 from coretools.tools.budget import lines_that_fit
@@ -23,10 +24,11 @@ from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.sandbox.matcher import globmatch
 from coretools.sandbox.patterns.glob import glob_escape, has_magic, split_literal_prefix
 from coretools.sandbox.rgglobs import name_filter
-from coretools.sandbox.walk import FileTable, find_files, search_scopes, walk_order
+from coretools.sandbox.walk import FileTable, Scope, find_files, search_scopes, walk_order
 
 RECENT_SECONDS = 24 * 3600
 MAX_RESULTS = 5000
+MAX_PREFIX_DIRS = 64  # case variants of a pattern's literal directories followed at each level
 
 
 class Glob(Tool):
@@ -91,40 +93,24 @@ class Glob(Tool):
         )
         case_sensitive = args["case_sensitive"]
         report = WalkReport()
-        found: list[FileTable] = []  # scope by scope
-        searched: list[tuple[Location, str]] = []
-        for scope in scopes:
-            local = pattern
-            if local.startswith("/"):  # an absolute pattern inside this scope becomes relative to it
-                if not local.startswith(scope.shown.rstrip("/") + "/"):
-                    continue
-                local = local[len(scope.shown.rstrip("/")) + 1 :]
-            if not has_magic(local) or _literal_exists(ws, scope.loc, local):
-                local = glob_escape(local)  # a name such as 'file[1].txt' that exists is meant literally
-            prefix, rest = split_literal_prefix(local)
-            start = scope.loc
-            if prefix:
-                start = ws.locate(prefix, base=scope.loc)
-                if not ws.exists(start):
-                    continue
-            try:
-                with ws.open_node(start) as node:
-                    if not node.is_dir:
-                        continue
-                    base = Location(node.root, node.rel, node.path)
-            except ToolError:
-                continue
-            searched.append((base, rest))
-            found.append(_matching(ws, base, rest, case_sensitive, options, ctx, report))
+        starts = _starts(ws, scopes, pattern, case_sensitive, options)
+        found = [
+            _matching(ws, base, rest, case_sensitive, options, ctx, report) for base, rest, chain in starts if not chain
+        ]  # (one table per start directory)
+        skipped = [chain for _, _, chain in starts if chain]
+        notes = [_skipped_note(chain) for chain in skipped]
+        extra = {"ignored_dirs": [_skip_record(chain) for chain in skipped]} if skipped else {}
         where = scopes[0].shown if len(scopes) == 1 else f"{len(scopes)} workspace directories"
         within = "within" if len(scopes) == 1 else "across"
         total = sum(len(table.rels) for table in found)
         if not total:
+            searched = [(base, rest) for base, rest, _ in starts]
             ignored = _hidden_matches(ws, searched, case_sensitive, options, ctx)
             text = f'No files found matching pattern "{pattern}" {within} {where}'
             if ignored:
                 text += f" ({ignored} files were ignored)"
-            return ToolResult.text(text + ".", {"files": [], "ignored": ignored})
+            text = " ".join([text + ".", *notes])
+            return ToolResult.text(text, {"files": [], "ignored": ignored, **extra})
         header = f'Found {total} file(s) matching "{pattern}" {within} {where}'
         header += ", sorted by modification time (newest first):"
         shown = first_in_order(ws, found, time.time(), MAX_RESULTS)
@@ -137,13 +123,14 @@ class Glob(Tool):
             )
         if report.truncated:
             text += f"\n(The walk was bounded: {report.truncated}.)"
+        text += "".join(f"\n({note})" for note in notes)
         # The ignored count is only worked out when nothing matched (see _hidden_matches).
-        return ToolResult.text(text, {"files": shown, "total": total, "ignored": None})
+        return ToolResult.text(text, {"files": shown, "total": total, "ignored": None, **extra})
 
 
 def first_in_order(ws: Workspace, tables: list[FileTable], now: float, limit: int) -> list[str]:
-    """The shown paths of the first `limit` files of `tables` (one per scope, in scope order) in glob's
-    order: files modified in the last 24 hours newest first, equal times in walk order scope by scope, then
+    """The shown paths of the first `limit` files of `tables` (one per start directory, in order) in glob's
+    order: files modified in the last 24 hours newest first, equal times in walk order table by table, then
     the others by shown path. Rows are sorted as numbers into the columns, not as an object per file (see
     `FileTable`), and only the paths shown are built."""
     if len(tables) == 1:
@@ -241,8 +228,33 @@ def _hidden_matches(
     loose = IgnoreOptions(git=False, gemini=False, defaults=options.defaults)
     if loose == options:
         return 0
-    tables = (_matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport()) for base, rest in searched)
+    tables = (
+        _matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport())
+        for base, rest in searched
+        if ignored_by(ws, base.root, base.rel, loose) is None  # (a walk never judges where it starts)
+    )
     return sum(len(table.rels) for table in tables)
+
+
+def _starts(
+    ws: Workspace, scopes: list[Scope], pattern: str, case_sensitive: bool, options: IgnoreOptions
+) -> list[tuple[Location, str, list[Ignored]]]:
+    """Where the pattern is matched: for each scope, each directory its literal leading components name (the
+    walk starts there), the rest of the pattern relative to it, and why the rules hide that directory (empty:
+    they do not). A walk never judges the directory it starts in, so that is done here."""
+    starts = []
+    for scope in scopes:
+        local = _without_dot_prefix(pattern)
+        if local.startswith("/"):  # an absolute pattern inside this scope becomes relative to it
+            if not local.startswith(scope.shown.rstrip("/") + "/"):
+                continue
+            local = _without_dot_prefix(local[len(scope.shown.rstrip("/")) + 1 :])
+        if not has_magic(local) or _literal_exists(ws, scope.loc, local):
+            local = glob_escape(local)  # a name such as 'file[1].txt' that exists is meant literally
+        prefix, rest = split_literal_prefix(local)
+        for base in _start_dirs(ws, scope.loc, prefix, case_sensitive):
+            starts.append((base, rest, ignored_chain(ws, base.root, base.rel, options)))
+    return starts
 
 
 def _literal_exists(ws: Workspace, base: Location, pattern: str) -> bool:
@@ -250,6 +262,84 @@ def _literal_exists(ws: Workspace, base: Location, pattern: str) -> bool:
         return ws.exists(ws.locate(pattern, base=base))
     except ToolError:
         return False
+
+
+def _without_dot_prefix(pattern: str) -> str:
+    """A leading `./` stands for the search directory, as in search_file_content's include filter:
+    `./src/*.py` is `src/*.py`, `./*.md` is `*.md` (still only the top level)."""
+    stripped = pattern
+    while stripped.startswith("./"):
+        stripped = stripped[2:].lstrip("/")
+    return stripped or pattern
+
+
+def _start_dirs(ws: Workspace, top: Location, prefix: str, case_sensitive: bool) -> list[Location]:
+    """Where the walk for a pattern whose literal directories are `prefix` starts below `top`, rather than
+    at the top: the directory spelled so, or, ignoring case, every directory whose path matches it segment
+    by segment (found by listing each level through the gateway). None when it names no directory."""
+    if not prefix:
+        candidates = [top]
+    elif case_sensitive:
+        candidates = [ws.locate(prefix, base=top)]
+    else:
+        candidates = _case_variants(ws, top, prefix.split("/"))
+    exact = ws.locate(prefix, base=top).rel if prefix else top.rel
+    starts = []
+    for loc in candidates:
+        try:
+            if not ws.exists(loc):
+                continue
+        except ToolError:
+            if loc.rel == exact:  # (a case variant nobody spelled out is passed over instead)
+                raise
+            continue
+        try:
+            with ws.open_node(loc) as node:
+                found = Location(node.root, node.rel, node.path)
+                if node.is_dir and all((d.root, d.rel) != (found.root, found.rel) for d in starts):
+                    starts.append(found)  # (two spellings may lead to one directory through a link)
+        except ToolError:
+            continue
+    return starts
+
+
+def _case_variants(ws: Workspace, top: Location, segments: list[str]) -> list[Location]:
+    """The paths below `top` whose components match `segments` ignoring case (as glob matches names), at
+    most `MAX_PREFIX_DIRS` at each level, in name order. A protected name is refused as when spelled out."""
+    level = [top]
+    for segment in segments:
+        below: list[Location] = []
+        for loc in level:
+            if segment.lower() == segment.upper():  # nothing in it has a case: one spelling
+                below.append(ws.locate(segment, base=loc))
+                continue
+            try:
+                _, entries = ws.list_dir(loc)
+            except ToolError:
+                continue
+            literal = glob_escape(segment)
+            names = sorted(
+                entry.name for entry in entries
+                if entry.kind in ("dir", "symlink") and globmatch(entry.name, literal, case_sensitive=False)
+            )
+            below += [ws.locate(name, base=loc) for name in names]
+        level = below[:MAX_PREFIX_DIRS]
+    return level
+
+
+def _skipped_note(chain: list[Ignored]) -> str:
+    """What glob says of a start directory the rules hide (its files are not listed): who hides it, and
+    which parameters would let glob look in it."""
+    hint = include_hint(chain, RESPECT_PARAMETERS, _spell, "include it")
+    return f"{describe_chain(chain)}, so glob does not look in it; {hint}."
+
+
+def _spell(names: list[str]) -> str:
+    return " and ".join(f"{name}: false" for name in names)
+
+
+def _skip_record(chain: list[Ignored]) -> dict[str, Any]:
+    return {"path": chain[0].shown, "ignored_by": [verdict.where for verdict in chain]}
 
 
 TOOL = Glob

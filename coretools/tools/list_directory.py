@@ -8,6 +8,7 @@ import anyio
 
 from coretools.errors import ErrorKind, ProtectedPath, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_chain, include_hint
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import DirEntry, Location
 from coretools.tools.budget import lines_that_fit
@@ -81,6 +82,9 @@ class ListDirectory(Tool):
             raise
         if not entries:
             return ToolResult.text(f"Directory {node.path} is empty.")
+        chain = ignored_chain(ws, node.root, node.rel, options)
+        if chain:
+            return _ignored_directory(node.path, chain, len(entries))
         rules = ws.ignore_rules(node.root, options)
         patterns = [p for p in args.get("ignore") or [] if p]
         shown: list[tuple[bool, str, str]] = []
@@ -149,6 +153,33 @@ class ListDirectory(Tool):
                     return False, f"{entry.name} (broken symlink)", None
                 return False, f"{entry.name} (symlink pointing outside the workspace)", None
         return False, f"{entry.name} (special file)", None
+
+
+def _ignored_directory(path: str, chain: list[Ignored], count: int) -> ToolResult:
+    """The answer for a directory the rules hide (itself or through a directory containing it): none of its
+    entries is listed, as a walk never shows anything below an ignored directory; it says who hides it and
+    which `file_filtering_options` would list it."""
+    hint = include_hint(chain, RESPECT_PARAMETERS, _spell, "list it")
+    text = (
+        f"Directory listing for {path}:\n(no visible entries)\n\n"
+        f"({describe_chain(chain)}, so {_its_entries(count)} not listed; {hint}.)"
+    )
+    structured = {
+        "path": path,
+        "entries": [],
+        "ignored": count,
+        "hidden_by_pattern": 0,
+        "ignored_by": [verdict.where for verdict in chain],
+    }
+    return ToolResult.text(text, structured)
+
+
+def _its_entries(count: int) -> str:
+    return "its 1 entry is" if count == 1 else f"its {count} entries are"
+
+
+def _spell(names: list[str]) -> str:
+    return "file_filtering_options: {" + ", ".join(f"{name}: false" for name in names) + "}"
 
 
 def _protected(entry: DirEntry) -> bool:
