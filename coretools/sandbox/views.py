@@ -94,6 +94,14 @@ class FileViews:
                 return None
             return state
 
+    def alias(self, st: os.stat_result) -> str | None:
+        """The path under which the session last saw the file `st` is (same device and inode), for a file
+        with several hard links: the session's picture of it holds under each of its names."""
+        key = (st.st_dev, st.st_ino)
+        with self._lock:
+            found = [path for path, (_, state) in self._seen.items() if state.stat and state.stat[:2] == key]
+        return found[-1] if found else None
+
     def check(self, path: str, st: os.stat_result | None, read: Callable[[], bytes] | None = None) -> None:
         """Refuse (`StaleFile`) an edit of `path`, found on disk as `st`, if it changed since the session saw
         it. `read` returns the current content; it is called only when the stat differs and a digest can

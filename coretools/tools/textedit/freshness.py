@@ -15,13 +15,17 @@ from coretools.sandbox.views import FileState, FileViews, StaleFile
 
 
 def check(ws: Workspace, loc: Location, views: FileViews, limit: int) -> FileState | None:
-    """Refuse the edit if the file changed since the session saw it. Returns the state the check accepted,
+    """Refuse the edit if the file changed since the session saw it (under this name, or another hard link
+    of the same file). Returns the state the check accepted,
     for `confirm_unchanged`, or None when the session never saw the file (nothing to hold it to)."""
     try:
         with ws.open_file(loc) as (node, handle):
-            if views.seen(node.path) is None:
-                return None
-            views.check(node.path, node.st, lambda: handle.read(limit + 1))  # type: ignore[attr-defined]
+            path = node.path
+            if views.seen(path) is None:
+                path = views.alias(node.st) if node.st.st_nlink > 1 else None
+                if path is None:
+                    return None
+            views.check(path, node.st, lambda: handle.read(limit + 1))  # type: ignore[attr-defined]
             return FileState.of(node.st)
     except ToolError as exc:
         if exc.kind != ErrorKind.FILE_NOT_FOUND:

@@ -17,12 +17,17 @@ the block rewritten) score below 0.85. Windows under FLOOR = ACCEPT - MARGIN are
 they can neither be accepted nor threaten the margin.
 
 Work is bounded: at most MAX_CELLS (file lines x block lines) length comparisons, and an exact distance only
-for windows whose length bound passes, each abandoned as soon as it exceeds its budget.
+for windows whose length bound passes, each abandoned as soon as it exceeds its budget. A window only matters
+if it can come within MARGIN of the best seen so far, so the budget of later windows shrinks as better ones
+are found; the few windows that share the most whole lines with the block are therefore measured first. The
+distances of one search together may cost at most MAX_DISTANCE_WORK (see `distance_cost`,
+about half a second); a search that would need more is given up, and nothing is edited.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 ACCEPT = 0.9
@@ -31,6 +36,8 @@ FLOOR = ACCEPT - MARGIN
 MIN_LINES = 3
 MIN_CHARS = 40
 MAX_CELLS = 6_000_000
+MAX_DISTANCE_WORK = 400_000
+FIRST_TRIED = 8
 CHECK_EVERY = 2048
 
 
@@ -84,6 +91,31 @@ def levenshtein(a: str, b: str) -> int:
     return score
 
 
+def distance_cost(a: str, b: str) -> int:
+    """What `levenshtein(a, b)` costs, in units of about half a microsecond: a step per character of the
+    longer string, each step a few operations on integers as wide as the shorter one."""
+    longer, shorter = (a, b) if len(a) >= len(b) else (b, a)
+    return len(longer) * (1 + len(shorter) // 2048)
+
+
+class _Budget:
+    """The distance work left to one search."""
+
+    def __init__(self, work: int) -> None:
+        self.left = work
+
+    def spend(self, cost: int) -> bool:
+        """Take `cost` from what is left; False (nothing taken) when it is not there."""
+        if cost > self.left:
+            return False
+        self.left -= cost
+        return True
+
+
+class _OutOfWork(Exception):
+    pass
+
+
 def eligible(block: list[str]) -> bool:
     keys = [line.strip() for line in block]
     return sum(1 for k in keys if k) >= MIN_LINES and sum(map(len, keys)) >= MIN_CHARS
@@ -102,22 +134,48 @@ def closest(lines: list[str], block: list[str], check: Callable[[], None] | None
     lens = [len(k) for k in keys]
     memo: dict[tuple[int, str], int] = {}
     scored: list[Scored] = []
-    for start in range(len(lines) - m + 1):
-        if check is not None and not start % CHECK_EVERY:
+    budget, floor = _Budget(MAX_DISTANCE_WORK), FLOOR
+    for n, start in enumerate(_order(keys, want, len(lines) - m + 1)):
+        if check is not None and not n % CHECK_EVERY:
             check()
-        sim = _similarity(keys, lens, start, want, want_len, total, memo)
+        try:
+            sim = _similarity(keys, lens, start, want, want_len, total, memo, floor, budget)
+        except _OutOfWork:
+            return Verdict(None, None, "telling the closest place apart would take too long (old_string and the "
+                                       "file's lines are too long or too many)")
         if sim is not None:
             scored.append(Scored(start, sim))
+            floor = max(floor, sim - MARGIN)
+    scored = [s for s in scored if s.similarity >= floor]
     scored.sort(key=lambda s: (-s.similarity, s.start))
     return Verdict(scored[0] if scored else None, scored[1] if len(scored) > 1 else None)
 
 
+def _order(keys: list[str], want: list[str], windows: int) -> Iterator[int]:
+    """Every window start once: first the FIRST_TRIED windows with the most lines equal to the block's line
+    at the same place (ties by position), then the rest in file order."""
+    where: dict[str, list[int]] = {}
+    for k, key in enumerate(want):
+        if key:
+            where.setdefault(key, []).append(k)
+    votes: Counter[int] = Counter()
+    for i, key in enumerate(keys):
+        for k in where.get(key, ())[:FIRST_TRIED]:
+            if 0 <= i - k < windows:
+                votes[i - k] += 1
+    first = sorted(votes, key=lambda s: (-votes[s], s))[:FIRST_TRIED]
+    yield from first
+    tried = set(first)
+    yield from (s for s in range(windows) if s not in tried)
+
+
 def _similarity(keys: list[str], lens: list[int], start: int, want: list[str], want_len: list[int], total: int,
-                memo: dict[tuple[int, str], int]) -> float | None:
-    """The window's similarity if it is at least FLOOR, else None (decided as cheaply as possible)."""
+                memo: dict[tuple[int, str], int], floor: float, work: _Budget) -> float | None:
+    """The window's similarity if it is at least `floor`, else None (decided as cheaply as possible). Raises
+    `_OutOfWork` when a distance it needs is beyond the work left."""
     m = len(want)
     window_total = sum(lens[start : start + m])
-    budget = int((1 - FLOOR) * max(total, window_total))
+    budget = int((1 - floor) * max(total, window_total))
     bound = 0
     for k in range(m):
         bound += abs(lens[start + k] - want_len[k])
@@ -129,6 +187,8 @@ def _similarity(keys: list[str], lens: list[int], start: int, want: list[str], w
         if key != want[k]:
             cached = memo.get((k, key))
             if cached is None:
+                if not work.spend(distance_cost(key, want[k])):
+                    raise _OutOfWork
                 cached = memo[(k, key)] = levenshtein(key, want[k])
             dist += cached
             if dist > budget:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -67,28 +68,54 @@ class _Block:
 
 
 class _Lines:
-    """The file's lines with the offset of each in the LF text."""
+    """The file's lines with the offset of each in the LF text, made only when asked for (the fuzzy search,
+    which runs on bounded files): the line-by-line match streams them instead."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines = text.split("\n")
-        self.starts = []
-        pos = 0
-        for line in self.lines:
-            self.starts.append(pos)
-            pos += len(line) + 1
+        self._lines: list[str] | None = None
+        self.starts: list[int] = []
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+            pos = 0
+            for line in self._lines:
+                self.starts.append(pos)
+                pos += len(line) + 1
+        return self._lines
+
+    def count(self) -> int:
+        return self.text.count("\n") + 1
 
     def span(self, first: int, count: int, old: _Block, new: _Block) -> tuple[int, int]:
         """The span of `count` lines from `first`, widened over a line break `old_string` had at either end
         and `new_string` has not."""
-        start = self.starts[first]
+        lines = self.lines
         last = first + count - 1
-        end = self.starts[last] + len(self.lines[last])
-        if old.trail and not new.trail and end < len(self.text):
-            end += 1
-        if old.lead and not new.lead and start > 0:
-            start -= 1
-        return start, end
+        return _widen(self.text, self.starts[first], self.starts[last] + len(lines[last]), old, new)
+
+
+def _widen(text: str, start: int, end: int, old: _Block, new: _Block) -> tuple[int, int]:
+    if old.trail and not new.trail and end < len(text):
+        end += 1
+    if old.lead and not new.lead and start > 0:
+        start -= 1
+    return start, end
+
+
+def _each_line(text: str, window: deque[tuple[int, str]]) -> Iterator[str]:
+    """The lines of `text` stripped, one at a time, keeping the last few (offset, line) in `window`."""
+    pos = 0
+    while True:
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        window.append((pos, line))
+        yield line.strip()
+        if end < 0:
+            return
+        pos = end + 1
 
 
 def recover(text: str, old: str, new: str, check: Callable[[], None] | None = None) -> Recovery:
@@ -122,19 +149,22 @@ def unescape(s: str) -> str:
 def _line_flexible(lines: _Lines, old: str, new: str, check: Callable[[], None] | None) -> Recovery:
     ob, nb = _Block.of(old), _Block.of(new)
     keys = [line.strip() for line in ob.lines]
-    if not any(keys):
+    if not any(keys) or any(key not in lines.text for key in set(keys)):
         return Recovery()
-    starts = list(_kmp((line.strip() for line in lines.lines), keys, check))
-    if not starts:
-        return Recovery()
-    out = Recovery("lines", count=len(starts))
     m = len(keys)
-    for first in starts[:MAX_MATCHES_KEPT]:
-        window = lines.lines[first : first + m]
-        out.spans.append(lines.span(first, m, ob, nb))
+    recent: deque[tuple[int, str]] = deque(maxlen=m)
+    out = Recovery("lines")
+    for _ in _kmp(_each_line(lines.text, recent), keys, check):
+        out.count += 1
+        if out.count > MAX_MATCHES_KEPT:
+            continue
+        window = [line for _, line in recent]
+        start, last = recent[0][0], recent[-1]
+        out.spans.append(_widen(lines.text, start, last[0] + len(last[1]), ob, nb))
         out.replacements.append(_render(ob, nb, window, lines.text))
-    out.note = _lines_note(ob.lines, lines.lines[starts[0] : starts[0] + m], nb.lines)
-    return out
+        if out.count == 1:
+            out.note = _lines_note(ob.lines, window, nb.lines)
+    return out if out.count else Recovery()
 
 
 def _render(ob: _Block, nb: _Block, window: list[str], text: str) -> str:
@@ -334,6 +364,9 @@ def _fuzzy(lines: _Lines, old: str, new: str, check: Callable[[], None] | None) 
     ob, nb = _Block.of(old), _Block.of(new)
     if not fuzzy.eligible(ob.lines):
         return Recovery()
+    if lines.count() * len(ob.lines) > fuzzy.MAX_CELLS:
+        return Recovery(nearest=f"No fuzzy match was tried: the file has too many lines ({lines.count():,}) for a "
+                                f"fuzzy search of {len(ob.lines)} lines.")
     verdict = fuzzy.closest(lines.lines, ob.lines, check)
     chosen = fuzzy.decide(verdict)
     m = len(ob.lines)
@@ -341,7 +374,8 @@ def _fuzzy(lines: _Lines, old: str, new: str, check: Callable[[], None] | None) 
         return Recovery(nearest=_fuzzy_refusal(lines, m, verdict))
     window = lines.lines[chosen.start : chosen.start + m]
     second = verdict.runner_up.similarity if verdict.runner_up else 0.0
-    others = f"the next closest is {_pct(second)}" if second >= fuzzy.FLOOR else f"nothing else is {_pct(fuzzy.FLOOR)}"
+    others = (f"the next closest is {_pct(second)}" if second >= fuzzy.FLOOR
+              else f"nothing else is within {_pct(fuzzy.MARGIN)} of it")
     note = (f"old_string was not found exactly; lines {chosen.start + 1}-{chosen.start + m} are clearly the "
             f"closest text ({_pct(chosen.similarity)} similar, {others}), so they were edited; the lines you "
             "kept from old_string are the file's own. Check the result.")

@@ -68,10 +68,10 @@ def _words(text: str) -> frozenset[str]:
 
 # Words that say something was left out or left as it was ...
 _STRONG = _words(
-    "rest remaining remainder existing previous previously original same omitted omit elided elide snipped "
+    "rest remaining remainder existing previous previously original same omitted omit elided elide snip snipped "
     "skipped truncated"
 )
-_WEAK = _words("other others more additional further etc")
+_WEAK = _words("other others more additional further etc everything else")
 _STATE = _words(
     "unchanged unmodified untouched remains remain stays stay same before omitted elided snipped skipped "
     "truncated brevity kept preserved intact retained identical"

@@ -6,7 +6,8 @@ unknown kind of file, a text over `MAX_CHECK_CHARS`, or any failure of the check
 Python is parsed by this interpreter's own parser (so the note names its version: newer syntax can be reported
 as an error), JSON by `json`, TOML by `tomllib`, YAML by PyYAML's parser (events only, so custom tags are
 fine), and shell, JavaScript, TypeScript/TSX, Go and Rust by tree-sitter grammars. The new text is parsed
-first; the old one only when the new one has an error. Cost: one parse, a few milliseconds for a 60 KB file.
+first; the old one only when the new one has an error. Cost: one parse, a few milliseconds for a 60 KB file;
+a tree-sitter parse is given up (nothing said) after MAX_TREE_SECONDS.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import ast
 import json
 import re
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from functools import cache
 
 MAX_CHECK_CHARS = 2 * 1024 * 1024
+MAX_TREE_SECONDS = 0.3
 MAX_SHOWN = 80
+_CHUNK = 64 * 1024
 
 # (line, message) of the first syntax error of a text, or None when it parses.
 Checker = Callable[[str], "tuple[int, str] | None"]
@@ -160,9 +164,21 @@ def _tree_sitter(label: str, module: str, attribute: str = "language") -> Callab
 
 
 def _check_tree(grammar: object, text: str) -> tuple[int, str] | None:
+    """The first error of a tree-sitter parse, or None; None too when the parse would take longer than
+    MAX_TREE_SECONDS (error recovery on hostile input can take seconds per megabyte)."""
     import tree_sitter
 
-    tree = tree_sitter.Parser(grammar).parse(text.encode("utf-8"))  # type: ignore[arg-type]
+    data = text.encode("utf-8")
+    deadline = time.monotonic() + MAX_TREE_SECONDS
+    try:
+        tree = tree_sitter.Parser(grammar).parse(  # type: ignore[arg-type]
+            lambda offset, _point: data[offset : offset + _CHUNK],
+            progress_callback=lambda *_: time.monotonic() > deadline,
+        )
+    except ValueError:  # cancelled by the progress callback
+        return None
+    if tree is None:
+        return None
     node = tree.root_node
     if not node.has_error:
         return None
