@@ -156,6 +156,17 @@ def html_to_markdown(html: str, base_url: str, limit: int = HTML_CONVERT_CHARS) 
     return html_markdown.convert(html, base_url, limit)
 
 
+# What a web_fetch answer keeps beside the pages' text: the header, titles, notes on cuts and failures.
+RESERVE_CHARS = 4_000
+
+
+def text_budget(result_chars: int) -> int:
+    """The characters of page text one call returns: what the result budget leaves (at most TEXT_BUDGET)."""
+    if result_chars <= 0:
+        return TEXT_BUDGET
+    return max(min(TEXT_BUDGET, result_chars - RESERVE_CHARS), 1_000)
+
+
 def share_budget(lengths: list[int], budget: int) -> list[int]:
     """How many characters each text may keep: smaller texts are kept whole, and what they leave is shared
     equally by the larger ones."""
@@ -222,7 +233,8 @@ class WebFetch(Tool):
         "the prompt (summarise, extract, compare...). Local and private-network addresses (e.g. a dev server "
         "on localhost) can be fetched unless the operator disabled that; link-local and cloud-metadata "
         "addresses never can. GitHub 'blob' URLs are fetched in their raw form. Each URL has 10 seconds; "
-        "the text of all URLs together is limited to 100,000 characters."
+        "the text of all URLs together is limited to 100,000 characters (less where the server's result budget "
+        "is smaller)."
     )
     input_schema = {
         "type": "object",
@@ -311,7 +323,7 @@ class WebFetch(Tool):
         async with anyio.create_task_group() as tg:
             for page in pages:
                 tg.start_soon(one, page)
-        return self._render(pages, limits)
+        return self._render(pages, limits, text_budget(ctx.result_chars))
 
     async def _fetch(self, page: Page, timeout: float, allow_private: bool, limits: CallLimits) -> None:
         from coretools.sandbox import pinned_http
@@ -356,13 +368,13 @@ class WebFetch(Tool):
         page.chars = len(text)
         page.text = text[:TEXT_BUDGET]
 
-    def _render(self, pages: list[Page], limits: CallLimits) -> ToolResult:
+    def _render(self, pages: list[Page], limits: CallLimits, budget: int) -> ToolResult:
         ok = [p for p in pages if p.result is not None and p.result.status < 400]
-        allowed = share_budget([p.chars for p in pages], TEXT_BUDGET)
+        allowed = share_budget([p.chars for p in pages], budget)
         sections = []
         records = []
         for n, (page, keep) in enumerate(zip(pages, allowed), 1):
-            sections.append(self._section(n, page, keep, len(pages), limits))
+            sections.append(self._section(n, page, keep, len(pages), limits, budget))
             fetched = page.result
             records.append(
                 {
@@ -391,7 +403,7 @@ class WebFetch(Tool):
             result.structured = {"results": records, "error": {"kind": kind.value, "message": head}}
         return result
 
-    def _section(self, n: int, page: Page, keep: int, count: int, limits: CallLimits) -> str:
+    def _section(self, n: int, page: Page, keep: int, count: int, limits: CallLimits, budget: int) -> str:
         lines = [f"=== [{n}] {page.url} ==="]
         if page.error:
             lines.append(f"Error: {page.error}")
@@ -423,7 +435,7 @@ class WebFetch(Tool):
         if keep < page.chars:
             body += (
                 f"\n\n... [Content truncated: showing {keep:,} of {page.chars:,} characters. The "
-                f"{TEXT_BUDGET:,}-character budget is shared by the {count} URL(s) of this call; fetch fewer "
+                f"{budget:,}-character budget is shared by the {count} URL(s) of this call; fetch fewer "
                 "URLs per call to see more of each.] ..."
             )
         if fetched.body_truncated:

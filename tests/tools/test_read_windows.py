@@ -13,6 +13,7 @@ import pytest
 
 from coretools.sandbox.gateway import Workspace
 from coretools.tools.filetypes import MAX_LINE_CHARS, classify, read_window, window_of_content
+from coretools.tools.base import ToolContext
 from coretools.tools.read_file import ReadFile
 
 AWKWARD = [
@@ -74,7 +75,7 @@ def test_a_file_that_grew_after_it_was_opened_is_streamed_whole(tmp_path: Path) 
         with workspace.open_file(workspace.locate(str(target))) as (node, handle):
             with target.open("a") as more:
                 more.write("four\nfive\n")
-            result = tool._content(node, handle, {})
+            result = tool._content(node, handle, {}, ToolContext(workspace=workspace))
     finally:
         workspace.close()
     assert result.text_content == "one\ntwo\nthree\nfour\nfive"

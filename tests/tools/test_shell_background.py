@@ -256,7 +256,7 @@ def test_the_latest_schema_is_gemini_safe_and_the_default_is_unchanged() -> None
     assert list(latest["properties"]) == ["command", "description", "dir_path", "is_background", "delay_ms"]
     assert latest["required"] == ["command"]
     assert list(RunShellCommand.input_schema["properties"]) == ["command", "description", "directory"]
-    assert set(RunShellCommand.accepted_schema()["properties"]) == {
+    assert set(RunShellCommand().accepted_schema()["properties"]) == {
         "command", "description", "directory", "dir_path", "is_background", "delay_ms"
     }  # fmt: skip
 

@@ -286,9 +286,9 @@ async def test_huge_body_stops_at_the_cap(root, web):
     text = text_of(res)
     assert not res.is_error, text
     assert "larger than the 10 MB limit; only its beginning was read" in text
-    assert "[Content truncated: showing 100,000 of 10,485,760 characters" in text
+    assert "[Content truncated: showing 76,000 of 10,485,760 characters" in text  # 80,000 less the reserve
     record = res.structured["results"][0]
-    assert record["truncated"] is True and record["chars"] == 100_000
+    assert record["truncated"] is True and record["chars"] == 76_000
 
 
 async def test_gzip_bomb_is_cut_at_the_decompressed_cap(root, web):
@@ -296,7 +296,7 @@ async def test_gzip_bomb_is_cut_at_the_decompressed_cap(root, web):
     text = text_of(res)
     assert not res.is_error, text
     assert "larger than the 10 MB limit" in text
-    assert "showing 100,000 of 10,485,760 characters" in text
+    assert "showing 76,000 of 10,485,760 characters" in text
 
 
 async def test_budget_is_shared_smallest_first(root, web):
@@ -304,9 +304,15 @@ async def test_budget_is_shared_smallest_first(root, web):
     text = text_of(res)
     records = {r["url"].rsplit("?", 1)[1]: r for r in res.structured["results"]}
     assert records["1000"]["chars"] == 1000 and not records["1000"]["truncated"]
-    assert records["70000"]["chars"] == 49_500 and records["90000"]["chars"] == 49_500
-    assert "showing 49,500 of 90,000 characters. The 100,000-character budget is shared by the 3 URL(s)" in text
-    assert sum(r["chars"] for r in records.values()) == 100_000
+    assert records["70000"]["chars"] == 37_500 and records["90000"]["chars"] == 37_500
+    assert "showing 37,500 of 90,000 characters. The 76,000-character budget is shared by the 3 URL(s)" in text
+    assert sum(r["chars"] for r in records.values()) == 76_000
+    assert len(text) <= 80_000
+
+
+async def test_without_a_result_budget_the_text_budget_is_100000(root, web):
+    res = await fetch(root, web.url("/huge"), "--max-result-chars", "0")
+    assert "[Content truncated: showing 100,000 of 10,485,760 characters" in text_of(res)
 
 
 def test_share_budget_unit():
@@ -318,7 +324,7 @@ def test_share_budget_unit():
 async def test_html_conversion_keeps_large_pages(root, web):
     res = await fetch(root, web.url("/big-html"))
     text = text_of(res)
-    assert "[Content truncated: showing 100,000 of" in text
+    assert "[Content truncated: showing 76,000 of" in text
 
 
 # ---------------------------------------------------------------- redirects and time
