@@ -745,3 +745,10 @@ def test_html_conversion_is_bounded():
     assert text.endswith("[Only the first 2,000 characters of this page's HTML were converted.]")
     _, whole = web_fetch.html_to_markdown(html, "http://x/")
     assert whole.count("para") == 10_000 and "were converted" not in whole
+
+
+async def test_the_newest_direct_mode_url_is_the_prompt(root, web):
+    by_prompt = await call_tool(root, "web_fetch", {"prompt": web.url("/html")})
+    by_url = await call_tool(root, "web_fetch", {"url": web.url("/html")})
+    assert not by_url.is_error and text_of(by_url) == text_of(by_prompt)
+    assert "# Main Heading" in text_of(by_url)
