@@ -86,3 +86,15 @@ async def test_edit_of_the_last_line_without_newline_says_so(root: Path) -> None
     assert not res.is_error
     assert text_of(res).splitlines()[2:] == ["@@ -1,3 +1,3 @@", " 1|a", " 2|b", "- |c", "\\ No newline at end of file",
                                              "+3|C", "\\ No newline at end of file"]
+
+
+async def test_lines_old_string_kept_are_context_not_changes(root: Path) -> None:
+    (root / "app.py").write_text('def greet(name):\n    if name:\n        return "hi " + name\n    return "hi"\n')
+    result = await call_tool(root, "replace", {
+        "file_path": str(root / "app.py"),
+        "old_string": '    if name:\n        return "hi " + name\n',
+        "new_string": '    if name:\n        return f"hi {name}"\n',
+    })
+    text = text_of(result)
+    assert " 2|    if name:" in text
+    assert _changed(text) == ['- |        return "hi " + name', '+3|        return f"hi {name}"']

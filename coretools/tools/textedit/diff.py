@@ -200,6 +200,24 @@ def compact_diff(old: str, new: str, spans: list[Span], context: int = DIFF_CONT
     return _bounded(_hunks(old, new, groups, context, width), max_lines, max_chars, _total(old, groups, context))
 
 
+def refined(old: str, new: str, spans: list[Span], max_lines: int = 2_000) -> list[Span]:
+    """The spans with the lines they leave equal taken out (a replaced block whose first line stayed the same
+    shows that line as context, not as removed and added again). Spans over `max_lines` stay whole."""
+    out: list[Span] = []
+    for span in spans:
+        if span.old_count + span.new_count > max_lines:
+            out.append(span)
+            continue
+        a = old[span.os:span.oe].splitlines(keepends=True)
+        b = new[span.ns:span.ne].splitlines(keepends=True)
+        a_off, b_off = _offsets(a), _offsets(b)
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if tag != "equal":
+                out.append(Span(span.os + a_off[i1], span.os + a_off[i2], span.ns + b_off[j1], span.ns + b_off[j2],
+                                span.old_line + i1, span.new_line + j1, i2 - i1, j2 - j1))
+    return out
+
+
 def numbered(text: str, max_lines: int = MAX_COMPACT_LINES, max_chars: int = MAX_COMPACT_CHARS) -> Rendered:
     """A whole (new) text, each line numbered, within the same bounds as `compact_diff`."""
     total = _line_count(text, 0, len(text))

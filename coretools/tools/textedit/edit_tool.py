@@ -16,7 +16,7 @@ from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WriteOutcome
 from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
 from coretools.tools.textedit import freshness
-from coretools.tools.textedit.diff import compact_diff, numbered, unified_diff
+from coretools.tools.textedit.diff import compact_diff, numbered, refined, unified_diff
 from coretools.tools.textedit.plan import MAX_EDIT_BYTES, MIB, Plan, edit_limit, limit_in_force, too_big
 from coretools.tools.textedit.syntax import syntax_note
 
@@ -227,7 +227,7 @@ def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: s
         if shown.text:
             text += f"\nContent, numbered:\n{shown.text}"
     else:
-        shown = compact_diff(plan.old, plan.new, plan.spans)
+        shown = compact_diff(plan.old, plan.new, refined(plan.old, plan.new, plan.spans))
         if shown.text:
             text += f"\nDiff (numbered with the lines of the file as it is now):\n{shown.text}"
     return ToolResult([text_block(text)])
