@@ -124,3 +124,17 @@ def _replace(path: Path, data: bytes, mode: int | None) -> None:
         pass
     finally:
         os.close(dir_fd)
+
+
+def read_prefix(path: Path, limit: int) -> tuple[bytes, int] | None:
+    """The first `limit` bytes of the memory file at `path` and its size, or None when there is none. A
+    FIFO or device in its place is refused (OSError) without blocking on it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with open(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"not a regular file: {path}")
+        return handle.read(limit), st.st_size

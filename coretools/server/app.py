@@ -25,6 +25,7 @@ from coretools import __version__
 from coretools.errors import ErrorKind, ToolError
 from coretools.server.config import ServerConfig
 from coretools.server.limits import CallLimiter
+from coretools.server.resources import Resources, memory_path
 from coretools.server.toolset import ToolSet
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import RootError, protected_reason
@@ -225,6 +226,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
     toolset = toolset or ToolSet(config)
     workspaces = Workspaces(config)
     sessions = Sessions(config)
+    resources = Resources(workspaces.for_request, memory_path(config.http.transport, toolset.get("save_memory")))
 
     @asynccontextmanager
     async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
@@ -280,6 +282,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         get_tool_input_schema=lambda name: (t.input_schema if (t := toolset.get(name)) else None),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        **resources.handlers(),
     )
     server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
     return server, toolset

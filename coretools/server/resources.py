@@ -1,0 +1,415 @@
+"""The workspace's files as MCP resources, in both protocol eras.
+
+Each file is `file://` + its absolute real path, percent-encoded: one scheme whatever the number of roots,
+and a URI a host can also open itself. Everything goes through the connection's workspace, as the tools
+do: a listing walks each root with the ignore rules and protected names the walks apply (so an ignored or
+protected file is never listed), and a read locates the URI's path, opens it through the gateway and
+refuses it when the path, or the file it really is, is ignored or protected. The path is judged before
+any I/O, so refusing an ignored or protected path does not say whether such a file exists.
+
+The listing is paged: a cursor is a place in the walk's order (`walk_from.Position`) with the root it is
+in and a fingerprint of the workspace's roots, so a page resumes the walk where the last one stopped and no
+page holds or rewalks the tree. A page holds at most `PAGE_SIZE` resources and judges at most
+`STEPS_PER_PAGE` entries (a tree of mostly ignored files gives short pages rather than a long stall).
+Cursors carry no secret: a made-up cursor can only name a place in a walk that applies every rule anyway.
+
+One template per root lets a client name any file below it (`file:///root/{+path}`). Over stdio the memory
+file save_memory appends to is listed first (it is the user's own, and the process serves one user); over
+HTTP it is not published.
+
+No change notifications: noticing changes would need a watcher on every directory of every root (inotify
+watches are a limited, per-user resource) or a rescan; lists and reads are computed at each request, so they
+are always current.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import hashlib
+import json
+import logging
+import mimetypes
+import os
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote_to_bytes, urlsplit
+
+import anyio
+import anyio.from_thread
+from mcp import MCPError, types
+from mcp.server import ServerRequestContext
+
+from coretools.errors import ErrorKind, ToolError
+from coretools.sandbox import memory_file
+from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.paths import DirEntry, within
+from coretools.sandbox.walk_from import Position, walk_after
+from coretools.tools.filetypes import SNIFF_BYTES, classify
+
+logger = logging.getLogger("coretools")
+
+PAGE_SIZE = 500
+STEPS_PER_PAGE = 20_000
+MAX_READ_BYTES = 8 * 1024 * 1024
+RULES = IgnoreOptions()  # every source: .gitignore, .geminiignore and the default excludes
+CURSOR_VERSION = 1
+TEXT_APPLICATION_TYPES = frozenset(
+    "application/json application/xml application/javascript application/x-sh application/toml "
+    "application/yaml application/x-yaml application/sql image/svg+xml".split()
+)
+
+
+# -- URIs -----------------------------------------------------------------------------------------------
+
+
+def file_uri(path: str) -> str:
+    """`file://` and the absolute path, percent-encoded byte by byte (a name that is not UTF-8 survives)."""
+    return "file://" + quote(path.encode("utf-8", "surrogateescape"), safe="/")
+
+
+def uri_path(uri: str) -> str:
+    """The absolute path a `file://` URI names; MCPError (invalid params) for anything else."""
+    parts = urlsplit(uri)
+    if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+        raise _invalid(uri, f"Not a resource of this server: {uri}. Its resources are file:// URIs of workspace files.")
+    path = unquote_to_bytes(parts.path).decode("utf-8", "surrogateescape")
+    if not path.startswith("/"):
+        raise _invalid(uri, f"Not an absolute file:// URI: {uri}")
+    return path
+
+
+def _invalid(uri: str, message: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri})
+
+
+def _not_found(uri: str) -> MCPError:
+    return _invalid(uri, f"Resource not found: {uri}")
+
+
+# -- cursors --------------------------------------------------------------------------------------------
+
+
+def _fingerprint(ws: Workspace) -> str:
+    return hashlib.sha256("\0".join(r.path for r in ws.roots).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def encode_cursor(ws: Workspace, root: int, position: Position | None) -> str:
+    rel, subtree = (position.rel, position.subtree) if position else (None, False)
+    raw = json.dumps([CURSOR_VERSION, _fingerprint(ws), root, rel, subtree], ensure_ascii=True).encode("ascii")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(ws: Workspace, cursor: str) -> tuple[int, Position | None]:
+    """The root and position a cursor of `encode_cursor` names; MCPError (invalid params) when it is not
+    one, or belongs to another workspace (the client's roots changed since)."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        version, fingerprint, root, rel, subtree = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError):
+        raise _bad_cursor("it is not one this server gave out") from None
+    if version != CURSOR_VERSION or not isinstance(fingerprint, str) or not isinstance(subtree, bool):
+        raise _bad_cursor("it is not one this server gave out")
+    if fingerprint != _fingerprint(ws):
+        raise _bad_cursor("the workspace roots changed since it was given out; list again from the start")
+    if not isinstance(root, int) or isinstance(root, bool) or not 0 <= root < len(ws.roots):
+        raise _bad_cursor("it names no root of this workspace")
+    if rel is None:
+        return root, None
+    if not isinstance(rel, str) or not _plain_rel(rel):
+        raise _bad_cursor("it names no place in the workspace")
+    return root, Position(rel, subtree)
+
+
+def _plain_rel(rel: str) -> bool:
+    parts = rel.split("/")
+    return len(rel) <= 4096 and all(p not in ("", ".", "..") and "\0" not in p for p in parts)
+
+
+def _bad_cursor(why: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=f"Invalid cursor: {why}.")
+
+
+# -- mime types and contents ------------------------------------------------------------------------------
+
+
+def guessed_mime(name: str) -> str | None:
+    """The type a file's name suggests (listings do not open files), or None."""
+    return mimetypes.guess_type(name, strict=False)[0]
+
+
+def _text_mime(name: str, kind_mime: str | None) -> str:
+    if kind_mime and kind_mime != "text/plain":
+        return kind_mime
+    guess = guessed_mime(name)
+    if guess and (guess.startswith("text/") or guess in TEXT_APPLICATION_TYPES):
+        return guess
+    return "text/plain"
+
+
+def contents(uri: str, name: str, data: bytes) -> types.TextResourceContents | types.BlobResourceContents:
+    """Text when the file is text in a known encoding (UTF-8, or UTF-16/32 with a BOM), else a blob, each
+    with the file's type as far as its name and first bytes tell."""
+    kind = classify(name, data[:SNIFF_BYTES])
+    if kind.kind in ("text", "svg"):
+        try:
+            text = data[len(kind.bom) :].decode(kind.encoding)
+        except UnicodeDecodeError:
+            pass
+        else:
+            return types.TextResourceContents(uri=uri, mime_type=_text_mime(name, kind.mime), text=text)
+    mime = kind.mime if kind.kind != "text" else (guessed_mime(name) or "application/octet-stream")
+    blob = base64.b64encode(data).decode("ascii")
+    return types.BlobResourceContents(uri=uri, mime_type=mime or "application/octet-stream", blob=blob)
+
+
+def _too_large(uri: str, size: int) -> MCPError:
+    return _invalid(
+        uri,
+        f"File too large to read as a resource: {uri} is {size:,} bytes; the limit is {MAX_READ_BYTES:,}. "
+        "Use the read_file tool, which reads a file in windows.",
+    )
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+# -- the handlers -----------------------------------------------------------------------------------------
+
+
+class Resources:
+    """The resource handlers of one server. `workspace_for(ctx)` gives a request's workspace (raising
+    `ToolError` when there is none); `memory` is the memory file's path when it is published."""
+
+    def __init__(self, workspace_for: Callable[[ServerRequestContext], Any], memory: Path | None) -> None:
+        self._workspace_for = workspace_for
+        self.memory = memory
+
+    def handlers(self) -> dict[str, Any]:
+        """The `Server(...)` keyword arguments that publish the resources."""
+        return {
+            "on_list_resources": self.on_list,
+            "on_list_resource_templates": self.on_templates,
+            "on_read_resource": self.on_read,
+        }
+
+    async def _workspace(self, ctx: ServerRequestContext) -> Workspace:
+        try:
+            return await self._workspace_for(ctx)
+        except ToolError as exc:
+            raise MCPError(code=types.INVALID_REQUEST, message=exc.message) from None
+
+    async def on_list(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        ws = await self._workspace(ctx)
+        cursor = params.cursor if params is not None else None
+        start = decode_cursor(ws, cursor) if cursor else (0, None)
+        first: list[types.Resource] = []
+        if not cursor and self.memory is not None:
+            first = await anyio.to_thread.run_sync(self._memory_listing)
+        page, next_cursor = await _in_thread(
+            "listing resources", list_page, ws, start, PAGE_SIZE - len(first), anyio.from_thread.check_cancelled
+        )
+        return types.ListResourcesResult(resources=first + page, next_cursor=next_cursor)
+
+    async def on_templates(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        if params is not None and params.cursor:
+            raise _bad_cursor("the templates fit on one page")
+        ws = await self._workspace(ctx)
+        templates = [_template(ws, index) for index in range(len(ws.roots))]
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def on_read(
+        self, ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        path = uri_path(uri)
+        if self._is_memory(path):
+            found = await anyio.to_thread.run_sync(self._read_memory, uri)
+            return types.ReadResourceResult(contents=[found])
+        ws = await self._workspace(ctx)
+        found = await _in_thread(f"reading {uri}", read_file, ws, uri, path)
+        return types.ReadResourceResult(contents=[found])
+
+    # -- the memory file --------------------------------------------------------------------------------
+
+    def _is_memory(self, path: str) -> bool:
+        if self.memory is None:
+            return False
+        return path == str(self.memory) or path == os.path.realpath(self.memory)
+
+    def _memory_listing(self) -> list[types.Resource]:
+        assert self.memory is not None
+        try:
+            st = os.stat(self.memory)
+        except OSError:
+            return []
+        return [
+            types.Resource(
+                uri=file_uri(str(self.memory)),
+                name=_printable(self.memory.name),
+                title=_printable(f"Memory ({self.memory.name})"),
+                description="The facts save_memory has stored for later sessions.",
+                mime_type="text/markdown",
+                size=st.st_size,
+                annotations=_annotations(st.st_mtime),
+            )
+        ]
+
+    def _read_memory(self, uri: str) -> types.TextResourceContents | types.BlobResourceContents:
+        assert self.memory is not None
+        try:
+            found = memory_file.read_prefix(self.memory, MAX_READ_BYTES + 1)
+        except OSError as exc:
+            raise _invalid(uri, f"The memory file cannot be read: {exc.strerror or exc}") from None
+        if found is None:
+            raise _not_found(uri)
+        data, size = found
+        if len(data) > MAX_READ_BYTES:
+            raise _too_large(uri, size)
+        result = contents(uri, self.memory.name, data)
+        if isinstance(result, types.TextResourceContents):
+            result.mime_type = "text/markdown"
+        return result
+
+
+async def _in_thread(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in a worker thread (walks and reads block), its failures as protocol errors: the SDK
+    would answer an exception with its text on 2025-era connections, so nothing else gets out."""
+    try:
+        return await anyio.to_thread.run_sync(fn, *args)
+    except MCPError:
+        raise
+    except ToolError as exc:  # the workspace itself failed (a root removed, say)
+        raise MCPError(code=types.INTERNAL_ERROR, message=f"Failed {what}: {exc.message}") from None
+    except Exception:  # noqa: BLE001 - a bug: logged, and the server goes on
+        logger.exception("%s failed unexpectedly", what)
+        message = f"Internal error {what}; the details are in the server log."
+        raise MCPError(code=types.INTERNAL_ERROR, message=message) from None
+
+
+def _template(ws: Workspace, index: int) -> types.ResourceTemplate:
+    root = ws.roots[index]
+    base = file_uri(root.path.rstrip("/"))
+    name = os.path.basename(root.path.rstrip("/")) or "/"
+    return types.ResourceTemplate(
+        name=_printable(name),
+        title=_printable(f"Files in {root.shown}"),
+        uri_template=f"{base}/{{+path}}",
+        description=_printable(
+            f"Any file below {root.shown}: `path` is relative to it. Ignored and protected files are refused."
+        ),
+    )
+
+
+def _annotations(mtime: float) -> types.Annotations:
+    stamp = datetime.datetime.fromtimestamp(mtime, datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+    return types.Annotations(last_modified=stamp)
+
+
+# -- listing ----------------------------------------------------------------------------------------------
+
+
+def listed_roots(ws: Workspace) -> list[int]:
+    """The roots a listing walks: a root inside an earlier one is left out, its files being that one's (as
+    a path resolves to the first root that holds it)."""
+    kept: list[int] = []
+    for index, root in enumerate(ws.roots):
+        if not any(within(root.path, ws.roots[k].path) for k in kept):
+            kept.append(index)
+    return kept
+
+
+def list_page(
+    ws: Workspace, start: tuple[int, Position | None], size: int, cancelled: Callable[[], None] | None = None
+) -> tuple[list[types.Resource], str | None]:
+    """Up to `size` resources from `start` on (a root and a position in its walk), and the cursor of the
+    rest (None when the walk of the last root is over)."""
+    root, position = start
+    page: list[types.Resource] = []
+    steps = 0
+    for index in [i for i in listed_roots(ws) if i >= root]:
+        after = position if index == root else None
+        with closing(walk_after(ws, index, RULES, after, cancelled=cancelled)) as walk:
+            for entry, reached in walk:
+                if entry is not None:
+                    if len(page) >= size:
+                        return page, encode_cursor(ws, index, after)
+                    page.append(_resource(ws, index, entry))
+                after = reached
+                steps += 1
+                if steps >= STEPS_PER_PAGE:
+                    return page, encode_cursor(ws, index, after)
+    return page, None
+
+
+def _resource(ws: Workspace, root: int, entry: DirEntry) -> types.Resource:
+    path = f"{ws.roots[root].path.rstrip('/')}/{entry.rel}"
+    return types.Resource(
+        uri=file_uri(path),
+        name=_printable(entry.rel),
+        mime_type=guessed_mime(entry.name),
+        size=entry.size,
+        annotations=_annotations(entry.mtime),
+    )
+
+
+# -- reading ----------------------------------------------------------------------------------------------
+
+
+def read_file(ws: Workspace, uri: str, path: str) -> types.TextResourceContents | types.BlobResourceContents:
+    """The contents of the workspace file `path` (the URI's), through the gateway, or MCPError (invalid
+    params): not found, outside the workspace, protected, ignored, not a regular file, too large."""
+    try:
+        loc = ws.locate(path)
+    except ToolError as exc:
+        raise _refusal(uri, exc) from None
+    if ws.is_scratch(loc.root):
+        raise _not_found(uri)
+    if ".." not in loc.rel.split("/"):
+        _refuse_ignored(ws, uri, loc.root, loc.rel)  # by name, before any I/O
+    try:
+        with ws.open_file(loc) as (node, handle):
+            if ws.is_scratch(node.root):
+                raise _not_found(uri)
+            _refuse_ignored(ws, uri, node.root, node.rel)  # the file it really is (a link's target)
+            if node.st.st_size > MAX_READ_BYTES:
+                raise _too_large(uri, node.st.st_size)
+            data = handle.read(MAX_READ_BYTES + 1)  # type: ignore[attr-defined]
+    except ToolError as exc:
+        raise _refusal(uri, exc) from None
+    if len(data) > MAX_READ_BYTES:  # grew since the stat
+        raise _too_large(uri, len(data))
+    return contents(uri, os.path.basename(path), data)
+
+
+def _refuse_ignored(ws: Workspace, uri: str, root: int, rel: str) -> None:
+    if ws.is_ignored(root, rel, False, RULES):
+        raise _invalid(
+            uri,
+            f"Resource not published: {uri} is ignored (.gitignore, .geminiignore or the default excludes), "
+            "and ignored files are not published as resources.",
+        )
+
+
+def _refusal(uri: str, exc: ToolError) -> MCPError:
+    if exc.kind == ErrorKind.FILE_NOT_FOUND:
+        return _not_found(uri)
+    return _invalid(uri, f"Resource not available: {exc.message}")
+
+
+def memory_path(transport: str, tool: object) -> Path | None:
+    """The memory file to publish: save_memory's (`tool`, when it is published), over stdio only. Over HTTP
+    the server may serve several people, and the file is one user's."""
+    locate = getattr(tool, "memory_path", None)
+    if transport != "stdio" or not callable(locate):
+        return None
+    return Path(locate())
