@@ -119,6 +119,27 @@ def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
         help="tool calls running at once per client session; 0 for no limit (default: 16)",
     )
     http.add_argument(
+        "--max-queued-calls",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="calls over those limits wait in a queue; this many at most, overall; 0 for no queue (default: 1024)",
+    )
+    http.add_argument(
+        "--max-session-queued-calls",
+        type=int,
+        default=64,
+        metavar="N",
+        help="calls of one client session waiting in the queue at most; 0 for no queue (default: 64)",
+    )
+    http.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="the longest a queued call waits, at most --call-timeout; 0 for no queue (default: 60)",
+    )
+    http.add_argument(
         "--max-sessions",
         type=int,
         default=256,

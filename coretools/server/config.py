@@ -49,6 +49,9 @@ class ServerConfig:
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT  # 0 or None: no limit
     max_calls: int | None = 64  # 0 or None: no limit
     max_session_calls: int | None = 16
+    max_queued_calls: int = 1024  # calls waiting for a slot, all sessions together; 0: no queue
+    max_session_queued_calls: int = 64  # calls of one session waiting for a slot; 0: no queue
+    queue_timeout: float = 60.0  # the longest a call waits for a slot, capped by call_timeout; 0: no queue
     http: HttpOptions = field(default_factory=HttpOptions)
     # Each tool's options object, keyed by its class (`Tool.Options`); a class missing here means defaults.
     tool_options: Mapping[type, Any] = field(default_factory=dict)

@@ -1,20 +1,38 @@
-"""Bounded concurrency for tool calls: a limit per client session and one for the whole server.
+"""Bounded concurrency for tool calls: a limit per client session and one for the whole server, with a
+bounded, fair queue in front of them.
 
-A call that would go over either limit is not queued: it is answered at once with an `isError` result that
-says the server is busy, which limit was hit and what to do (wait for a running call to finish, then retry).
-Unbounded queueing would let one eager client pile up work behind everyone else's back and make every
-latency unpredictable; a prompt, explicit refusal keeps the server responsive and lets the model decide.
+A call that would go over either running limit waits for a slot instead of failing, so an agent that fans
+out calls gets every answer, only later. The wait is bounded three ways, which keeps the daemon's memory
+and every caller's latency bounded too: a per-session queue length, an overall queue length, and a wait
+timeout (never longer than `--call-timeout`). Only a full queue or a timed-out wait answers with an error
+(kind `server_busy`) that names the limit and how long the call waited.
 
-The limiter knows nothing about tools. It wraps the MCP layer's `on_call_tool` handler and counts the calls
-that are running, keyed by whatever identifies a session (the SDK connection object). Over stateless HTTP
-every request is its own connection, so only the overall limit applies there.
+Order: first come first served within a session; across sessions, a freed slot goes round-robin to the
+next session that has a call waiting, so one session with a deep queue cannot starve another. Calls
+without a session (stateless HTTP, 2026-era requests) share one place in that rotation.
+
+Progress: a waiting call whose request carries a progress token is told how many calls queued before it
+are still waiting ("waiting: N calls ahead"). The value sent is the fraction of those calls that have
+left the queue, always below 1, so the tool's own progress afterwards (absolute counts, starting at 1)
+still increases.
+
+The limiter knows nothing about tools. It wraps the MCP layer's `on_call_tool` handler and counts calls
+keyed by whatever identifies a session (the SDK connection object); every per-session record is dropped
+as soon as it is empty.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import logging
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+import anyio
+import anyio.lowlevel
 
 from coretools.errors import ErrorKind
 from coretools.server.config import ServerConfig
@@ -22,48 +40,87 @@ from coretools.tools.base import ToolResult
 
 Ctx = TypeVar("Ctx")
 Params = TypeVar("Params")
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+logger = logging.getLogger("coretools")
+
+# The least time between two queue-position notifications of one waiting call: a deep queue draining
+# fast would otherwise cost a notification per waiter per departure.
+PROGRESS_INTERVAL = 0.2
+
+
+@dataclass(eq=False)
+class _Waiter:
+    key: Hashable | None
+    seq: int  # arrival order across all sessions
+    ahead: int  # calls queued before this one when it arrived
+    granted: anyio.Event = field(default_factory=anyio.Event)
+    moved: anyio.Event = field(default_factory=anyio.Event)  # a call ahead left the queue, or the slot came
 
 
 @dataclass
 class CallLimiter:
-    """Counts running calls overall and per session; `None` means no limit."""
+    """Counts running and waiting calls overall and per session; a `None` limit means no limit, a queue
+    length of 0 means calls over a limit are refused at once."""
 
     max_calls: int | None = None
     max_session_calls: int | None = None
+    max_queued_calls: int = 1024
+    max_session_queued_calls: int = 64
+    wait_limit: float | None = 60.0  # seconds a call may wait; None: no limit
+    call_timeout_caps_wait: bool = False  # the wait limit is --call-timeout's, not --queue-timeout's
     running: int = 0
+    queued: int = 0
     _per_session: dict[Any, int] = field(default_factory=dict)
+    _queues: OrderedDict[Any, deque[_Waiter]] = field(default_factory=OrderedDict)  # rotation order
+    _order: list[int] = field(default_factory=list)  # `seq` of every waiting call, ascending
+    _watchers: set[_Waiter] = field(default_factory=set)
+    _seq: Any = field(default_factory=itertools.count)
 
     @classmethod
     def from_config(cls, config: ServerConfig) -> CallLimiter:
-        return cls(_positive(config.max_calls), _positive(config.max_session_calls))
+        queue_timeout = _positive_float(config.queue_timeout)
+        call_timeout = _positive_float(config.call_timeout)
+        wait_limit = _min_limit(queue_timeout, call_timeout)
+        session_queued = _non_negative(config.max_session_queued_calls)
+        # 0 for any of the three turns queueing off for every call, sessionless ones included
+        queued = _non_negative(config.max_queued_calls) if queue_timeout and session_queued else 0
+        return cls(
+            _positive(config.max_calls),
+            _positive(config.max_session_calls),
+            max_queued_calls=queued,
+            max_session_queued_calls=session_queued,
+            wait_limit=wait_limit,
+            call_timeout_caps_wait=wait_limit is not None and wait_limit != queue_timeout,
+        )
+
+    # -- counters ----------------------------------------------------------------------------------------
 
     def session_running(self, key: Hashable | None) -> int:
         return self._per_session.get(key, 0) if key is not None else 0
 
-    def try_acquire(self, key: Hashable | None) -> str | None:
-        """Take a slot for one call of session `key`; return None, or why the call is refused.
+    def session_queued(self, key: Hashable | None) -> int:
+        queue = self._queues.get(key)
+        return len(queue) if queue else 0
 
-        Synchronous on purpose: the check and the increment happen without an await between them, so
-        concurrent calls on the one event loop can never both take the last slot.
-        """
-        if self.max_session_calls is not None and key is not None:
-            if self.session_running(key) >= self.max_session_calls:
-                return (
-                    f"Server busy: this session already has {self.max_session_calls} tool calls running, the "
-                    f"most one session may run at once (server option --max-session-calls). Wait for one of "
-                    "them to finish, then retry this call; do not retry in a tight loop."
-                )
+    def idle(self) -> bool:
+        """Nothing running, nothing waiting, and no record left behind."""
+        return not (
+            self.running or self.queued or self._per_session or self._queues or self._order or self._watchers
+        )
+
+    def _can_run(self, key: Hashable | None) -> bool:
         if self.max_calls is not None and self.running >= self.max_calls:
-            return (
-                f"Server busy: {self.max_calls} tool calls are already running on this server, its limit for "
-                "all clients together (server option --max-calls). Wait a moment, then retry this call."
-            )
+            return False
+        return self.max_session_calls is None or key is None or self.session_running(key) < self.max_session_calls
+
+    def _take(self, key: Hashable | None) -> None:
         self.running += 1
         if key is not None:
             self._per_session[key] = self._per_session.get(key, 0) + 1
-        return None
 
     def release(self, key: Hashable | None) -> None:
+        """Give back a slot and hand it on to a waiting call."""
         self.running -= 1
         if key is not None:
             left = self._per_session.get(key, 0) - 1
@@ -71,27 +128,226 @@ class CallLimiter:
                 self._per_session[key] = left
             else:
                 self._per_session.pop(key, None)
+        self._dispatch()
+
+    # -- the queue ----------------------------------------------------------------------------------------
+
+    def _admit(self, key: Hashable | None, watched: bool) -> _Waiter | str | None:
+        """Run now (None), wait in the queue (the waiter), or be refused (why). Synchronous on purpose: the
+        check and the count change happen with no await between them, so two calls on the one event loop
+        can never both take the last slot or the last place in the queue."""
+        if key not in self._queues and self._can_run(key):
+            self._take(key)
+            return None
+        full = self._full_queue(key)
+        if full is not None:
+            return full
+        waiter = _Waiter(key, next(self._seq), self.queued)
+        self._queues.setdefault(key, deque()).append(waiter)
+        self._order.append(waiter.seq)  # arrivals are numbered in order, so the list stays sorted
+        self.queued += 1
+        if watched:
+            self._watchers.add(waiter)
+        return waiter
+
+    def _dispatch(self) -> None:
+        """Grant free slots to waiting calls: sessions take turns (the one granted moves to the back of the
+        rotation), each session's calls in arrival order. A session at its own limit is skipped."""
+        granted = True
+        while granted and self._queues:
+            granted = False
+            for key in list(self._queues):
+                if self.max_calls is not None and self.running >= self.max_calls:
+                    return
+                if not self._can_run(key):
+                    continue
+                queue = self._queues[key]
+                waiter = queue.popleft()
+                if queue:
+                    self._queues.move_to_end(key)
+                else:
+                    del self._queues[key]
+                self._take(key)
+                self._departed(waiter)
+                waiter.granted.set()
+                waiter.moved.set()
+                granted = True
+
+    def _leave(self, waiter: _Waiter) -> None:
+        """Take a waiting call out of the queue (timed out or cancelled); it never runs."""
+        queue = self._queues.get(waiter.key)
+        if queue is None or waiter not in queue:
+            return
+        queue.remove(waiter)
+        if not queue:
+            del self._queues[waiter.key]
+        self._departed(waiter)
+
+    def _departed(self, waiter: _Waiter) -> None:
+        self.queued -= 1
+        index = bisect.bisect_left(self._order, waiter.seq)
+        del self._order[index]
+        self._watchers.discard(waiter)
+        for other in self._watchers:
+            if other.seq > waiter.seq:
+                other.moved.set()
+
+    def _ahead(self, waiter: _Waiter) -> int:
+        return bisect.bisect_left(self._order, waiter.seq)
+
+    async def _wait(self, waiter: _Waiter, report: ProgressFn | None) -> None:
+        """Wait for the slot; with a reporter, tell the caller each time fewer calls are ahead (at most every
+        `PROGRESS_INTERVAL`)."""
+        if report is None:
+            await waiter.granted.wait()
+            return
+        told: int | None = None
+        while not waiter.granted.is_set():
+            ahead = self._ahead(waiter)
+            if told is None or ahead < told:
+                told = ahead
+                await _report(report, waiter.ahead, ahead)
+            with anyio.move_on_after(PROGRESS_INTERVAL):
+                await waiter.granted.wait()
+            if not waiter.granted.is_set():
+                await waiter.moved.wait()
+                waiter.moved = anyio.Event()
+
+    async def _queue_wait(self, waiter: _Waiter, report: ProgressFn | None) -> str | None:
+        """Wait in the queue; None once the call holds a slot, or why it gave up. A cancelled wait (client
+        cancel, dropped connection) leaves the queue at once, or gives back a slot granted meanwhile."""
+        started = anyio.current_time()
+        try:
+            with anyio.move_on_after(self.wait_limit):
+                await self._wait(waiter, report)
+        except BaseException:
+            self._abandon(waiter)
+            raise
+        if waiter.granted.is_set():
+            return None
+        self._leave(waiter)
+        return self._timed_out(waiter.key, anyio.current_time() - started)
+
+    def _abandon(self, waiter: _Waiter) -> None:
+        if waiter.granted.is_set():
+            self.release(waiter.key)
+        else:
+            self._leave(waiter)
+
+    # -- the wrapper --------------------------------------------------------------------------------------
 
     def guard(
         self,
         handler: Callable[[Ctx, Params], Awaitable[Any]],
         *,
         key: Callable[[Ctx], Hashable | None],
+        progress: Callable[[Ctx], ProgressFn | None] | None = None,
     ) -> Callable[[Ctx, Params], Awaitable[Any]]:
-        """Wrap a tool-call handler (it returns a `ToolResult`): run it inside a slot, or answer "server busy"
-        (an error `ToolResult`) without running it."""
+        """Wrap a tool-call handler (it returns a `ToolResult`): run it inside a slot, after waiting in the
+        queue if need be, or answer "server busy" (an error `ToolResult`) without running it. `progress`
+        gives a request's progress reporter, or None when the request asked for no progress; by default
+        the MCP request's own (`request_progress`)."""
+        reporter = progress or request_progress
 
         async def guarded(ctx: Ctx, params: Params) -> Any:
             session = key(ctx)
-            refusal = self.try_acquire(session)
-            if refusal is not None:
-                return ToolResult.error(refusal, ErrorKind.SERVER_BUSY)
+            report = reporter(ctx)
+            admitted = self._admit(session, watched=report is not None)
+            if isinstance(admitted, str):
+                logger.info("tool call refused: %s", admitted)
+                return ToolResult.error(admitted, ErrorKind.SERVER_BUSY)
+            if admitted is not None:
+                refusal = await self._queue_wait(admitted, report)
+                if refusal is not None:
+                    logger.info("tool call gave up waiting: %s", refusal)
+                    return ToolResult.error(refusal, ErrorKind.SERVER_BUSY)
             try:
+                if admitted is not None:
+                    # A call cancelled just as its slot came is woken by the grant, not by the cancellation,
+                    # which anyio delivers at the next checkpoint: take it here, before the call runs.
+                    await anyio.lowlevel.checkpoint()
                 return await handler(ctx, params)
             finally:
                 self.release(session)
 
         return guarded
+
+    # -- what a refused call is told ----------------------------------------------------------------------
+
+    def _blocking_limit(self, key: Hashable | None) -> str:
+        session_limit = self.max_session_calls
+        if session_limit is not None and key is not None and self.session_running(key) >= session_limit:
+            return (
+                f"this session already has {_calls(session_limit, verb=False)} running, the most one session "
+                "may run at once (server option --max-session-calls)"
+            )
+        if self.max_calls is not None and self.running >= self.max_calls:
+            return (
+                f"{_calls(self.max_calls)} already running on this server, its limit for all clients together "
+                "(server option --max-calls)"
+            )
+        return "earlier calls of this session are still waiting for a slot"
+
+    def _full_queue(self, key: Hashable | None) -> str | None:
+        """Why a call cannot join the queue (it is full), or None."""
+        if key is not None and self.session_queued(key) >= self.max_session_queued_calls:
+            queue = (
+                f"{_more(self.session_queued(key))} waiting, the most one session may queue (server option "
+                "--max-session-queued-calls)"
+            )
+        elif self.queued >= self.max_queued_calls:
+            queue = (
+                f"{_calls(self.queued)} waiting across all clients, the most this server queues (server option "
+                "--max-queued-calls)"
+            )
+        else:
+            return None
+        if not (self.max_queued_calls and self.max_session_queued_calls):
+            queue = "this server does not queue calls over its limits"
+        return (
+            f"Server busy: {self._blocking_limit(key)}, and {queue}. This call was refused at once (it waited "
+            "0 s) and did not run. Wait for some of the running calls to finish, then retry it; do not retry "
+            "in a tight loop, and make fewer calls at once."
+        )
+
+    def _timed_out(self, key: Hashable | None, waited: float) -> str:
+        limit = "--call-timeout" if self.call_timeout_caps_wait else "--queue-timeout"
+        return (
+            f"Server busy: this call waited {waited:.1f} s in the queue for a free slot, the longest a call may "
+            f"wait (server option {limit}, {self.wait_limit:g} s), and did not run. When it gave up, "
+            f"{self._blocking_limit(key)}. Retry it once some running calls have finished, or make fewer calls "
+            "at once."
+        )
+
+
+def request_progress(ctx: Any) -> ProgressFn | None:
+    """The progress reporter of an MCP request (the SDK's `ServerRequestContext`) if it carries a progress
+    token, else None: without a token nothing is sent, so there is nothing to compute."""
+    meta = getattr(ctx, "meta", None) or {}
+    token = meta.get("progress_token", meta.get("progressToken")) if isinstance(meta, dict) else None
+    session = getattr(ctx, "session", None)
+    if token is None or session is None:
+        return None
+    return session.report_progress
+
+
+async def _report(report: ProgressFn, initial: int, ahead: int) -> None:
+    done = initial - ahead
+    try:
+        await report(done / (initial + 1), 1.0, f"waiting: {ahead} call{'' if ahead == 1 else 's'} ahead")
+    except Exception:  # noqa: BLE001 - progress is best effort; the call keeps its place
+        logger.debug("queue progress notification failed", exc_info=True)
+
+
+def _calls(count: int, verb: bool = True) -> str:
+    """"3 tool calls are", "1 tool call is" (without `verb`: "3 tool calls")."""
+    text = "1 tool call" if count == 1 else f"{count} tool calls"
+    return f"{text} {'is' if count == 1 else 'are'}" if verb else text
+
+
+def _more(count: int) -> str:
+    """"2 more of its calls are", "1 more of its calls is"."""
+    return f"{count} more of its calls {'is' if count == 1 else 'are'}"
 
 
 def _positive(value: Any) -> int | None:
@@ -99,3 +355,21 @@ def _positive(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None
+
+
+def _non_negative(value: Any) -> int:
+    """A queue length from the command line: negative and absent mean no queue."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _positive_float(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
+
+
+def _min_limit(a: float | None, b: float | None) -> float | None:
+    """The smaller of two time limits, None meaning none."""
+    if a is None or b is None:
+        return a if b is None else b
+    return min(a, b)

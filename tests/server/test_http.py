@@ -310,13 +310,14 @@ async def test_huge_search_does_not_block_another_clients_reads(tmp_path: Path) 
 
 
 @pytest.mark.anyio
-async def test_busy_limits_per_session_and_overall(tmp_path: Path) -> None:
+async def test_busy_limits_per_session_and_overall_without_a_queue(tmp_path: Path) -> None:
+    """With the queue off (`--queue-timeout 0`) a call over a limit is refused at once; the queue itself is
+    tested in test_call_queue.py."""
     (tmp_path / "root").mkdir()
     markers = tmp_path / "m"
     markers.mkdir()
-    with HttpServer.start(
-        [tmp_path / "root"], "--max-session-calls", "2", "--max-calls", "3", "--structured-content", probe=True
-    ) as server:
+    flags = ("--max-session-calls", "2", "--max-calls", "3", "--queue-timeout", "0", "--structured-content")
+    with HttpServer.start([tmp_path / "root"], *flags, probe=True) as server:
         async with http_client(server.url) as first, http_client(server.url) as second:
             async with anyio.create_task_group() as tg:
                 for i in range(2):
@@ -484,25 +485,7 @@ async def test_small_load_run_answers_everything(tmp_path: Path) -> None:
     assert report.server_alive
 
 
-# -- units: limiter and bind policy -----------------------------------------------------------------------
-
-
-def test_call_limiter_counts_and_releases() -> None:
-    from coretools.server.limits import CallLimiter
-
-    limiter = CallLimiter(max_calls=3, max_session_calls=2)
-    assert limiter.try_acquire("s1") is None
-    assert limiter.try_acquire("s1") is None
-    assert "--max-session-calls" in (limiter.try_acquire("s1") or "")
-    assert limiter.try_acquire("s2") is None
-    assert "--max-calls" in (limiter.try_acquire("s3") or "")
-    limiter.release("s1")
-    assert limiter.try_acquire("s3") is None
-    for key in ("s1", "s2", "s3"):
-        limiter.release(key)
-    assert limiter.running == 0 and limiter.session_running("s1") == 0 and limiter._per_session == {}
-    unlimited = CallLimiter()
-    assert all(unlimited.try_acquire(None) is None for _ in range(1000))
+# -- units: bind policy -----------------------------------------------------------------------------------
 
 
 def test_loopback_and_allowed_hosts() -> None:

@@ -1,0 +1,443 @@
+"""Calls over `--max-calls` / `--max-session-calls` wait in a bounded, fair queue instead of failing.
+
+The limiter itself is driven directly for ordering, bounds, timeouts and leaks; the rest runs the official SDK
+client against real server subprocesses (stdio in both protocol eras, stateful HTTP for fairness across
+sessions), holding slots with a harmless shell `sleep`.
+
+Over stdio a 2026-era client has no session (the SDK gives its requests no connection), so only the overall
+limit applies to it; the stdio tests of that era limit `--max-calls` instead of `--max-session-calls`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from http_harness import HttpServer, http_client
+from support import stdio_params, text_of
+
+from coretools.server.limits import CallLimiter
+from coretools.tools.base import ToolResult
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.anyio]
+
+
+def sleep_args(seconds: float, note: str = "") -> dict:
+    return {"command": f"sleep {seconds}; echo done {note}", "description": "hold a slot"}
+
+
+def limit_flags(mode: str, n: int) -> tuple[str, ...]:
+    """Flags that let `n` calls of one client run at once in either era (see the module docstring)."""
+    return ("--max-session-calls", str(n)) if mode == "legacy" else ("--max-calls", str(n))
+
+
+# -- the limiter, driven directly -------------------------------------------------------------------------
+
+
+class Ctx:
+    def __init__(self, session: str | None, report=None) -> None:  # noqa: ANN001
+        self.session_key = session
+        self.report = report
+
+
+def guarded(limiter: CallLimiter, handler):  # noqa: ANN001, ANN201
+    return limiter.guard(handler, key=lambda ctx: ctx.session_key, progress=lambda ctx: ctx.report)
+
+
+async def test_sessions_take_turns_and_each_session_keeps_its_order() -> None:
+    limiter = CallLimiter(max_calls=1, max_session_calls=8)
+    order: list[str] = []
+    release = anyio.Event()
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        order.append(name)
+        if name == "a0":
+            await release.wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, Ctx("a"), "a0")
+        await anyio.sleep(0.01)
+        for i in range(1, 6):
+            tg.start_soon(call, Ctx("a"), f"a{i}")
+            await anyio.sleep(0.001)
+        for i in range(3):
+            tg.start_soon(call, Ctx("b"), f"b{i}")
+            await anyio.sleep(0.001)
+        await anyio.sleep(0.01)
+        assert limiter.queued == 8 and limiter.session_queued("a") == 5
+        release.set()
+    assert order == ["a0", "a1", "b0", "a2", "b1", "a3", "b2", "a4", "a5"]
+    assert limiter.idle()
+
+
+async def test_queue_bounds_refuse_at_once_and_name_the_limit() -> None:
+    limiter = CallLimiter(max_calls=3, max_session_calls=1, max_queued_calls=3, max_session_queued_calls=2)
+    hold = anyio.Event()
+    results: dict[str, ToolResult] = {}
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        await hold.wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+
+    async def one(session: str, name: str) -> None:
+        results[name] = await call(Ctx(session), name)
+
+    async with anyio.create_task_group() as tg:
+        for name in ("a0", "a1", "a2", "a3"):  # one runs, two wait, the fourth finds the session queue full
+            tg.start_soon(one, "a", name)
+            await anyio.sleep(0.005)
+        refused = results["a3"].to_mcp(structured=True)
+        assert refused.is_error and refused.structured_content["error"]["kind"] == "server_busy"
+        text = text_of(refused)
+        assert text.startswith("Server busy: this session already has 1 tool call running")
+        assert "--max-session-calls" in text and "and 2 more of its calls are waiting" in text
+        assert "--max-session-queued-calls" in text and "waited 0 s" in text and "did not run" in text
+        for name in ("b0", "c0", "d0", "e0"):  # b0, c0 run (3 overall), d0 waits (3 queued), e0: queue full
+            tg.start_soon(one, name[0], name)
+            await anyio.sleep(0.005)
+        text = text_of(results["e0"])
+        assert "3 tool calls are already running on this server" in text and "--max-calls" in text
+        assert "3 tool calls are waiting across all clients" in text and "--max-queued-calls" in text
+        hold.set()
+    assert sorted(n for n, r in results.items() if not r.is_error) == ["a0", "a1", "a2", "b0", "c0", "d0"]
+    assert limiter.idle()
+
+
+async def test_without_a_queue_a_call_over_a_limit_is_refused_as_before() -> None:
+    limiter = CallLimiter(max_calls=1, max_queued_calls=0)
+    hold = anyio.Event()
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        await hold.wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, Ctx(None), "first")
+        await anyio.sleep(0.01)
+        text = text_of(await call(Ctx(None), "second"))
+        assert "--max-calls" in text and "does not queue" in text
+        hold.set()
+    assert limiter.idle()
+
+
+async def test_without_limits_nothing_waits() -> None:
+    limiter = CallLimiter()
+    hold = anyio.Event()
+    running = 0
+
+    async def handler(ctx: Ctx, name: int) -> ToolResult:
+        nonlocal running
+        running += 1
+        await hold.wait()
+        return ToolResult.text(str(name))
+
+    call = guarded(limiter, handler)
+    async with anyio.create_task_group() as tg:
+        for i in range(500):
+            tg.start_soon(call, Ctx("a" if i % 2 else None), i)
+        await anyio.sleep(0.05)
+        assert running == 500 and limiter.queued == 0
+        hold.set()
+    assert limiter.idle()
+
+
+async def test_a_wait_times_out_saying_how_long_and_which_limit() -> None:
+    limiter = CallLimiter(max_calls=4, max_session_calls=1, wait_limit=0.3)
+    hold = anyio.Event()
+    ran: list[str] = []
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        ran.append(name)
+        await hold.wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, Ctx("a"), "held")
+        await anyio.sleep(0.01)
+        started = time.monotonic()
+        result = await call(Ctx("a"), "late")
+        assert 0.25 < time.monotonic() - started < 2
+        text = text_of(result)
+        assert result.is_error and text.startswith("Server busy: this call waited 0.3 s in the queue")
+        assert "--queue-timeout, 0.3 s" in text and "--max-session-calls" in text and "did not run" in text
+        assert limiter.queued == 0 and limiter.running == 1
+        hold.set()
+    assert ran == ["held"] and limiter.idle()
+
+
+def test_the_wait_never_outlasts_the_call_timeout() -> None:
+    from support import make_config
+
+    capped = CallLimiter.from_config(make_config([], "--call-timeout", "5", "--queue-timeout", "60"))
+    assert capped.wait_limit == 5 and capped.call_timeout_caps_wait
+    default = CallLimiter.from_config(make_config([]))
+    assert default.wait_limit == 60 and not default.call_timeout_caps_wait
+    assert (default.max_queued_calls, default.max_session_queued_calls) == (1024, 64)
+    for flag in ("--queue-timeout", "--max-queued-calls", "--max-session-queued-calls"):
+        assert CallLimiter.from_config(make_config([], flag, "0")).max_queued_calls == 0, flag
+    text = CallLimiter(max_calls=1, wait_limit=5, call_timeout_caps_wait=True)._timed_out(None, 5.0)
+    assert "--call-timeout, 5 s" in text
+
+
+async def test_cancelled_waiters_leave_at_once_and_leak_nothing() -> None:
+    limiter = CallLimiter(max_calls=2, max_session_calls=1)
+    hold = anyio.Event()
+    ran: list[str] = []
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        ran.append(name)
+        await hold.wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+
+    async def reporter(done: float, total: float | None, message: str | None) -> None:
+        return None
+
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(call, Ctx("a"), "a-held")
+        outer.start_soon(call, Ctx("b"), "b-held")
+        await anyio.sleep(0.01)
+        async with anyio.create_task_group() as waiters:
+            for i in range(50):
+                waiters.start_soon(call, Ctx("abc"[i % 3], reporter if i % 2 else None), f"w{i}")
+            await anyio.sleep(0.05)
+            assert limiter.queued == 50 and limiter.running == 2
+            waiters.cancel_scope.cancel()
+        assert limiter.queued == 0 and limiter.running == 2 and set(limiter._per_session) == {"a", "b"}
+        assert not limiter._queues and not limiter._order and not limiter._watchers
+        hold.set()
+    assert sorted(ran) == ["a-held", "b-held"] and limiter.idle()
+
+
+async def test_a_slot_granted_to_a_call_cancelled_before_it_ran_is_handed_on() -> None:
+    limiter = CallLimiter(max_calls=1)
+    hold = anyio.Event()
+    ran: list[str] = []
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        ran.append(name)
+        if name == "first":
+            await hold.wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+    results: dict[str, ToolResult] = {}
+
+    async def one(name: str) -> None:
+        results[name] = await call(Ctx(None), name)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one, "first")
+        await anyio.sleep(0.01)
+        async with anyio.create_task_group() as doomed:
+            doomed.start_soon(one, "doomed")
+            await anyio.sleep(0.01)
+            tg.start_soon(one, "last")
+            await anyio.sleep(0.01)
+            release = limiter.release
+
+            def release_then_cancel(key: object) -> None:
+                release(key)  # grants "doomed" the slot; it is cancelled before it can resume
+                assert limiter.running == 1 and limiter.queued == 1
+                doomed.cancel_scope.cancel()
+                limiter.release = release  # type: ignore[method-assign]
+
+            limiter.release = release_then_cancel  # type: ignore[method-assign]
+            hold.set()
+    assert ran == ["first", "last"] and "doomed" not in results and limiter.idle()
+
+
+async def test_queue_progress_only_increases_and_stays_below_the_tools_own() -> None:
+    limiter = CallLimiter(max_calls=1)
+    hold = anyio.Event()
+    seen: dict[int, list[tuple[float, float | None, str | None]]] = {}
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        if name == 0:
+            await hold.wait()
+        else:
+            await anyio.sleep(0.05)
+        return ToolResult.text(str(name))
+
+    call = guarded(limiter, handler)
+
+    def reporter(i: int):  # noqa: ANN202
+        async def report(done: float, total: float | None, message: str | None) -> None:
+            seen.setdefault(i, []).append((done, total, message))
+
+        return report
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call, Ctx(None), 0)
+        await anyio.sleep(0.01)
+        for i in range(1, 9):
+            tg.start_soon(call, Ctx(None, reporter(i) if i % 2 == 0 else None), i)
+            await anyio.sleep(0.001)
+        await anyio.sleep(0.01)
+        hold.set()
+    assert sorted(seen) == [2, 4, 6, 8]  # only the calls that asked for progress
+    last = seen[8]
+    assert last[0] == (0.0, 1.0, "waiting: 7 calls ahead")
+    values = [done for done, _, _ in last]
+    assert values == sorted(set(values)) and all(0 <= v < 1 for v in values) and len(values) >= 2
+    assert int(last[-1][2].split()[1]) <= 3, last
+    assert limiter.idle()
+
+
+# -- real servers ------------------------------------------------------------------------------------------
+
+
+async def _fan_out(client: Client, count: int, seconds: float) -> list:
+    results: list = [None] * count
+
+    async def one(i: int) -> None:
+        results[i] = await client.call_tool("run_shell_command", sleep_args(seconds, str(i)))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(count):
+            tg.start_soon(one, i)
+    return results
+
+
+@pytest.mark.parametrize("count", [20, 40])
+async def test_concurrent_calls_over_stdio_are_all_answered(tmp_path: Path, mode: str, count: int) -> None:
+    async with Client(stdio_params([tmp_path], *limit_flags(mode, 4)), mode=mode) as client:
+        started = time.monotonic()
+        results = await _fan_out(client, count, 0.3)
+        elapsed = time.monotonic() - started
+    errors = [text_of(r) for r in results if r.is_error]
+    assert not errors, errors[:3]
+    assert all(f"done {i}" in text_of(r) for i, r in enumerate(results))
+    waves = count / 4
+    assert elapsed >= waves * 0.3 * 0.9, elapsed  # the limit held: at most 4 ran at once
+    print(f"{count} concurrent calls ({mode}, 4 at once): all answered in {elapsed:.2f} s")
+
+
+async def test_default_limits_answer_forty_concurrent_calls_over_stdio(tmp_path: Path, mode: str) -> None:
+    async with Client(stdio_params([tmp_path]), mode=mode) as client:
+        results = await _fan_out(client, 40, 0.2)
+    assert not [r for r in results if r.is_error]
+
+
+async def test_waiting_calls_get_their_queue_position_as_progress_over_stdio(tmp_path: Path, mode: str) -> None:
+    seen: dict[int, list[tuple[float, float | None, str | None]]] = {}
+
+    async def call(client: Client, i: int) -> None:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            seen.setdefault(i, []).append((done, total, message))
+
+        await client.call_tool(
+            "run_shell_command", sleep_args(0.3, str(i)), progress_callback=progress if i % 2 else None
+        )
+
+    async with Client(stdio_params([tmp_path], *limit_flags(mode, 2)), mode=mode) as client:
+        async with anyio.create_task_group() as tg:
+            for i in range(12):
+                tg.start_soon(call, client, i)
+                await anyio.sleep(0.02)
+        await anyio.sleep(0.2)  # notifications can trail the result
+    assert seen and all(i % 2 for i in seen), sorted(seen)  # none without a progress token
+    last = seen[11]
+    waiting = [(done, message) for done, total, message in last if message and message.startswith("waiting:")]
+    assert waiting[0] == (0.0, "waiting: 9 calls ahead"), last
+    values = [done for done, _, _ in last]
+    assert values == sorted(set(values)), last  # strictly increasing, the tool's own progress included
+    assert len(waiting) >= 3 and all(done < 1 for done, _ in waiting)
+    assert [int(m.split()[1]) for _, m in waiting] == sorted({int(m.split()[1]) for _, m in waiting}, reverse=True)
+
+
+async def test_full_queue_and_timed_out_wait_over_stdio(tmp_path: Path, mode: str) -> None:
+    flags = (*limit_flags(mode, 1), "--max-session-queued-calls", "2", "--max-queued-calls", "2")
+    async with Client(stdio_params([tmp_path], *flags, "--queue-timeout", "0.5"), mode=mode) as client:
+        results: dict[str, object] = {}
+
+        async def one(name: str, seconds: float) -> None:
+            results[name] = await client.call_tool("run_shell_command", sleep_args(seconds, name))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, "held", 2)
+            await anyio.sleep(0.3)
+            for name in ("w1", "w2", "refused"):
+                tg.start_soon(one, name, 0)
+                await anyio.sleep(0.05)
+    limit = "--max-session-calls" if mode == "legacy" else "--max-calls"
+    queue = "--max-session-queued-calls" if mode == "legacy" else "--max-queued-calls"
+    refused = text_of(results["refused"])
+    assert results["refused"].is_error and refused.startswith("Server busy:")
+    assert limit in refused and queue in refused and "waited 0 s" in refused, refused
+    for name in ("w1", "w2"):
+        text = text_of(results[name])
+        assert results[name].is_error and "Server busy: this call waited 0.5 s in the queue" in text, text
+        assert "--queue-timeout, 0.5 s" in text and limit in text and "did not run" in text
+    assert "done held" in text_of(results["held"])
+
+
+async def test_cancelled_waiters_over_stdio_never_run_and_free_their_places(tmp_path: Path, mode: str) -> None:
+    flags = (*limit_flags(mode, 1), "--max-session-queued-calls", "10", "--max-queued-calls", "10")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    async with Client(stdio_params([tmp_path], *flags), mode=mode) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "run_shell_command", sleep_args(1.5, "held"))
+            await anyio.sleep(0.3)
+            async with anyio.create_task_group() as waiters:
+                for i in range(10):
+                    args = {"command": f"touch {markers}/ran{i}", "description": "must never run"}
+                    waiters.start_soon(client.call_tool, "run_shell_command", args)
+                await anyio.sleep(0.5)
+                waiters.cancel_scope.cancel()
+            # the ten places are free again at once: ten more calls queue without a "Server busy"
+            again = await _fan_out_quick(client, 10)
+            assert not [text_of(r) for r in again if r.is_error]
+    assert list(markers.iterdir()) == []
+
+
+async def _fan_out_quick(client: Client, count: int) -> list:
+    results: list = []
+
+    async def one() -> None:
+        results.append(await client.call_tool("run_shell_command", sleep_args(0)))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(count):
+            tg.start_soon(one)
+    return results
+
+
+async def test_sessions_share_the_server_fairly_over_http(tmp_path: Path) -> None:
+    """Session A queues twelve calls first; session B's two calls, queued after, are not served after all
+    of A's but take turns with them."""
+    finished: dict[str, float] = {}
+    with HttpServer.start([tmp_path], "--max-calls", "2", "--max-session-calls", "16") as server:
+        async with http_client(server.url) as first, http_client(server.url) as second:
+            started = time.monotonic()
+
+            async def one(client: Client, name: str) -> None:
+                result = await client.call_tool("run_shell_command", sleep_args(0.4, name))
+                assert not result.is_error, text_of(result)
+                finished[name] = time.monotonic() - started
+
+            async with anyio.create_task_group() as tg:
+                for i in range(12):
+                    tg.start_soon(one, first, f"a{i}")
+                await anyio.sleep(0.2)
+                for i in range(2):
+                    tg.start_soon(one, second, f"b{i}")
+    a_times = sorted(t for name, t in finished.items() if name.startswith("a"))
+    b_last = max(finished["b0"], finished["b1"])
+    # in arrival order B would finish after all twelve of A's (about 2.8 s); taking turns, after about four
+    assert b_last < a_times[7], (b_last, a_times)
+    print(f"fairness: B's two calls done after {b_last:.2f} s, A's twelve after {a_times[-1]:.2f} s")
+    assert len(finished) == 14
+
