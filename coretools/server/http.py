@@ -8,8 +8,11 @@ Around it this module adds what a shared daemon needs:
   operator says `--insecure-no-auth`;
 - `RequestGate`, in front of everything, for every method and path: DNS-rebinding protection (Host and
   Origin checks, always on, widened by `--allowed-host` and `--allowed-origin`; `Origin: null` is never
-  trusted), then, with `--auth-token-env NAME`, `Authorization: Bearer <token>` (401 otherwise). A refusal
-  closes its connection;
+  trusted), then, with `--auth-token-env NAME`, `Authorization: Bearer <token>` (401 otherwise), then the
+  `MCP-Protocol-Version` header (400 naming the supported versions). A refusal closes its connection. The
+  OAuth discovery paths under `/.well-known/` answer a plain 404: the token is not OAuth;
+- cancellation the SDK alone would miss (`http_cancel`): a stateful request whose client disconnected, and
+  a cancel POSTed for a call running outside a session (stateless or 2026-07-28), honoured for its caller;
 - bounded sessions: `--max-sessions` open at once (over it, a 503 whose body names the limit) and
   `--session-idle-timeout` for the ones a client abandoned;
 - the connection guard (`http_guard`): at most `--max-connections` connections, a new one displacing a
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import logging
 import math
 import os
@@ -34,11 +36,13 @@ import signal
 import socket
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE as MAX_BODY_BYTES
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from coretools.server.config import ServerConfig
+from coretools.server.http_asgi import header, request_path, send_body, send_json_error
 
 logger = logging.getLogger("coretools.http")
 
@@ -52,6 +56,9 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
 SESSION_RETRY_AFTER_SECONDS = 10
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+WELL_KNOWN = "/.well-known/"
+SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+
 
 
 class ConfigurationRefused(Exception):
@@ -194,8 +201,19 @@ def _has_port(host_entry: str) -> bool:
     return host_entry.count(":") == 1
 
 
+class Refusal(NamedTuple):
+    """A request the gate answers itself: HTTP status, JSON-RPC error message, code and data, headers."""
+
+    status: int
+    message: str
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    code: int = -32001
+    data: Any = None
+
+
 class RequestGate:
-    """ASGI middleware in front of everything, for every method and path: Host, then Origin, then the token.
+    """ASGI middleware in front of everything, for every method and path: Host, then Origin, then the token,
+    then, on the MCP path, the protocol version.
 
     The SDK checks Host and Origin inside a session's transport, after it has looked the session up, and
     not at all for other paths; this gate answers every request the same way whatever session, method or
@@ -203,35 +221,48 @@ class RequestGate:
     missing or wrong one gets 401 with a `WWW-Authenticate: Bearer` challenge; tokens are compared in
     constant time. Every refusal has a JSON-RPC error body (MCP clients show its message) and closes its
     connection, so a refused peer keeps nothing open.
+
+    `/.well-known/...` answers a plain 404 before the token is checked: this server publishes no OAuth
+    metadata, and a 401 there would send an MCP client into an OAuth flow that cannot work. An
+    `MCP-Protocol-Version` header naming a version the SDK does not speak gets a 400 listing the ones it
+    does (the SDK would route it to its 2026-07-28 entry and complain about a `_meta` envelope instead).
     """
 
-    def __init__(self, app: Any, security: Any, token: str | None, stats: Any = None) -> None:
+    def __init__(self, app: Any, security: Any, token: str | None, stats: Any = None, path: str = "/mcp") -> None:
         self.app = app
         self._hosts = [h.lower() for h in security.allowed_hosts]
         self._origins = [o.lower() for o in security.allowed_origins]
         self._token = token.encode() if token is not None else None
         self._stats = stats
+        self._path = path.rstrip("/") or "/"
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self._refusal(scope)
+        refusal = self._origin_refusal(scope)
+        if refusal is None and request_path(scope).startswith(WELL_KNOWN):
+            await send_body(send, 404, b"Not Found", [(b"content-type", b"text/plain; charset=utf-8")])
+            return
+        refusal = refusal or self._token_refusal(scope) or self._version_refusal(scope)
         if refusal is None:
             await self.app(scope, receive, send)
             return
         if self._stats is not None:
             self._stats.requests_refused += 1
-        status, message, headers = refusal
-        await _send_json_error(send, status, message, [*headers, (b"connection", b"close")])
+        headers = [*refusal.headers, (b"connection", b"close")]
+        await send_json_error(send, refusal.status, refusal.message, headers, code=refusal.code, data=refusal.data)
 
-    def _refusal(self, scope: dict) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
-        host = _header(scope, b"host")
+    def _origin_refusal(self, scope: dict) -> Refusal | None:
+        host = header(scope, b"host")
         if host is None or not _allowed(host.decode("latin-1").lower(), self._hosts):
-            return 421, "Misdirected request: this server does not answer to that Host (see --allowed-host).", []
-        origin = _header(scope, b"origin")
+            return Refusal(421, "Misdirected request: this server does not answer to that Host (see --allowed-host).")
+        origin = header(scope, b"origin")
         if origin is not None and not _allowed(origin.decode("latin-1").lower(), self._origins):
-            return 403, "Forbidden: requests from this Origin are not accepted (see --allowed-origin).", []
+            return Refusal(403, "Forbidden: requests from this Origin are not accepted (see --allowed-origin).")
+        return None
+
+    def _token_refusal(self, scope: dict) -> Refusal | None:
         if self._token is None:
             return None
         presented = _bearer(scope)
@@ -243,7 +274,23 @@ class RequestGate:
         else:
             challenge = 'Bearer realm="coretools", error="invalid_token"'
             message = "Invalid bearer token: check the token configured for this server."
-        return 401, message, [(b"www-authenticate", challenge.encode())]
+        return Refusal(401, message, ((b"www-authenticate", challenge.encode()),))
+
+    def _version_refusal(self, scope: dict) -> Refusal | None:
+        requested = header(scope, b"mcp-protocol-version")
+        if requested is None or request_path(scope) != self._path:
+            return None
+        version = requested.decode("latin-1").strip()
+        if version in SUPPORTED_VERSIONS:
+            return None
+        shown = version if len(version) <= 40 else version[:40] + "..."
+        message = (
+            f"Unsupported MCP-Protocol-Version header {shown!r}: this server speaks "
+            f"{', '.join(HANDSHAKE_PROTOCOL_VERSIONS)} (after an initialize handshake) and "
+            f"{', '.join(MODERN_PROTOCOL_VERSIONS)}. Send one of these, or no header on the initialize request."
+        )
+        data = {"supported": list(SUPPORTED_VERSIONS), "requested": shown}
+        return Refusal(400, message, code=UNSUPPORTED_PROTOCOL_VERSION, data=data)
 
 
 def _allowed(value: str, patterns: list[str]) -> bool:
@@ -280,8 +327,8 @@ class SessionCapNotice:
         if (
             scope["type"] != "http"
             or scope.get("method") != "POST"
-            or (scope.get("path", "").rstrip("/") or "/") != self.path
-            or _header(scope, b"mcp-session-id") is not None
+            or request_path(scope) != self.path
+            or header(scope, b"mcp-session-id") is not None
         ):
             await self.app(scope, receive, send)
             return
@@ -294,7 +341,7 @@ class SessionCapNotice:
                 if self._stats is not None:
                     self._stats.sessions_refused += 1
                 retry = str(SESSION_RETRY_AFTER_SECONDS).encode()
-                await _send_json_error(send, 503, self.message, [(b"retry-after", retry)])
+                await send_json_error(send, 503, self.message, [(b"retry-after", retry)])
             elif not replaced:
                 await send(message)
 
@@ -311,166 +358,12 @@ def _bearer(scope: dict) -> bytes | None:
     return None
 
 
-async def _send_json_error(send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]]) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-class CancelOnDisconnect:
-    """ASGI middleware: a stateful-session request whose client went away is cancelled, not left running.
-
-    Over the 2025-era transport the SDK keeps serving a request after the client's POST stream closes (the
-    spec lets a client resume the stream from an event store, so a disconnect is not a cancellation). This
-    server keeps no event store, so such a response can never be delivered: when the connection of a POST
-    carrying requests closes before its response was sent, this sends the session the
-    `notifications/cancelled` the client would have sent. The call's cancel scope then fires, and tools clean
-    up as for any cancellation (a shell command's processes are killed). Stateless and 2026-era requests are
-    already cancelled by the SDK when their stream closes.
-    """
-
-    def __init__(self, app: Any, path: str) -> None:
-        self.app = app
-        self.path = path.rstrip("/") or "/"
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") != "POST"
-            or (scope.get("path", "").rstrip("/") or "/") != self.path
-            or _header(scope, b"mcp-session-id") is None
-        ):
-            await self.app(scope, receive, send)
-            return
-        body, replay = await _buffer_body(receive, MAX_BODY_BYTES)
-        if body is None:
-            await _send_json_error(send, 413, f"Request body too large (limit {MAX_BODY_BYTES} bytes).", [])
-            return
-        request_ids = _request_ids(body)
-        if not request_ids:
-            await self.app(scope, replay, send)
-            return
-        state = {"disconnected": False, "finished": False}
-
-        async def watching_receive() -> dict:
-            message = await replay()
-            if message["type"] == "http.disconnect":
-                state["disconnected"] = True
-            return message
-
-        async def watching_send(message: dict) -> None:
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
-                state["finished"] = True
-            await send(message)
-
-        try:
-            await self.app(scope, watching_receive, watching_send)
-        finally:
-            if state["disconnected"] and not state["finished"]:
-                import anyio
-
-                with anyio.CancelScope(shield=True):
-                    for request_id in request_ids:
-                        await self._cancel(scope, request_id)
-
-    async def _cancel(self, scope: dict, request_id: Any) -> None:
-        logger.info("client disconnected before request %r was answered; cancelling it", request_id)
-        body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "method": "notifications/cancelled",
-                "params": {"requestId": request_id, "reason": "the client disconnected"},
-            }
-        ).encode()
-        keep = (b"host", b"origin", b"mcp-session-id", b"mcp-protocol-version", b"authorization")
-        headers = [(k, v) for k, v in scope.get("headers", ()) if k in keep]
-        headers += [
-            (b"content-type", b"application/json"),
-            (b"accept", b"application/json, text/event-stream"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        sent = False
-
-        async def receive() -> dict:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return {"type": "http.disconnect"}
-
-        async def discard(message: dict) -> None:
-            return None
-
-        try:
-            await self.app({**scope, "headers": headers}, receive, discard)
-        except Exception:  # noqa: BLE001 - best effort: the session may be gone already
-            logger.debug("could not deliver the cancellation of %r", request_id, exc_info=True)
-
-
-def _header(scope: dict, name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return value
-    return None
-
-
-async def _buffer_body(receive: Any, limit: int) -> tuple[bytes | None, Any]:
-    """Read the whole request body; return it (None if over `limit` bytes) and a `receive` that replays it,
-    then passes through."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            pending: list[dict] = [message]
-            break
-        chunks.append(message.get("body", b""))
-        size += len(chunks[-1])
-        if size > limit:
-            return None, receive
-        if not message.get("more_body", False):
-            pending = []
-            break
-    body = b"".join(chunks)
-    queue = [{"type": "http.request", "body": body, "more_body": False}, *pending]
-
-    async def replay() -> dict:
-        if queue:
-            return queue.pop(0)
-        return await receive()
-
-    return body, replay
-
-
-def _request_ids(body: bytes) -> list[Any]:
-    """The ids of the JSON-RPC requests in a POST body (none for notifications, responses or junk)."""
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return []
-    messages = payload if isinstance(payload, list) else [payload]
-    return [
-        m["id"]
-        for m in messages
-        if isinstance(m, dict) and isinstance(m.get("method"), str) and isinstance(m.get("id"), (str, int))
-    ]
-
-
 def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -> Any:
     """The ASGI app: the SDK's streamable HTTP app for our server, with bounded sessions, behind the gate.
 
     `stats` (a `http_guard.ConnectionStats`) counts refused requests and sessions for the log summary."""
     from coretools.server.app import build_server
+    from coretools.server.http_cancel import CancelByCaller, CancelOnDisconnect
 
     server, _ = build_server(config)
     security = transport_security(settings)
@@ -483,11 +376,12 @@ def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -
         max_sessions=settings.max_sessions,
         session_idle_timeout=settings.session_idle_timeout,
     )
+    app = CancelByCaller(app, settings.path, keyed_on_token=settings.token is not None)
     if not settings.stateless:
         app = CancelOnDisconnect(app, settings.path)
         if settings.max_sessions is not None:
             app = SessionCapNotice(app, settings.path, settings.max_sessions, settings.session_idle_timeout, stats)
-    return RequestGate(app, security, settings.token, stats)
+    return RequestGate(app, security, settings.token, stats, settings.path)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
