@@ -213,7 +213,7 @@ def main() -> int:
     args = parser.parse_args()
 
     gemini = ensure_gemini_cli(cache_dir(args.cache))
-    server_command = str(Path(args.server_command).expanduser().resolve()) if args.server_command else default_server_command()
+    server_command = os.path.abspath(os.path.expanduser(args.server_command)) if args.server_command else default_server_command()
     scratch = Path(tempfile.mkdtemp(prefix="gemini-cli-host-"))
     home, root, workdir = scratch / "home", scratch / "root", scratch / "work"
     for directory in (home / ".gemini", root, workdir):
