@@ -80,7 +80,9 @@ class ToolContext:
     # The size budget of this call's result in characters (`--max-result-chars`); tools fit their text to it.
     result_chars: int = DEFAULT_RESULT_CHARS
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("coretools"))
-    _last_progress: float = -1.0
+    # Progress starts above 0: a call that waited in the server's queue has already reported its place as a
+    # fraction below 1, and a tool's own progress (counts from 1) must never go below what was sent.
+    _last_progress: float = 0.0
 
     async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress; values must grow strictly (the spec says so), equal or smaller ones are dropped."""
