@@ -378,6 +378,7 @@ class GuardedListener:
             if not self._registry.make_room():
                 _reset(conn)
                 continue
+            _set_nodelay(conn)
             self._attach(conn)
 
     def _attach(self, conn: socket.socket) -> None:
@@ -422,6 +423,22 @@ class GuardedListener:
         line = summary_line(registry.stats.take(), suppressed, seconds, registry.cap, self._read_timeout, registry.open)
         if line:
             logger.warning(line, extra={RATE_LIMIT_EXEMPT: True})
+
+
+def _set_nodelay(conn: socket.socket) -> None:
+    """Turn Nagle's algorithm off on an accepted connection.
+
+    uvicorn writes a streamed response's last event and the chunked terminator (`0\r\n\r\n`) in two
+    sends. With Nagle on, the terminator waits for the peer to acknowledge the event, and a peer that
+    delays its ACK (Linux: about 40 ms, once a connection is past its first exchanges) holds every
+    response on a kept-alive connection that long. asyncio sets this option itself only on sockets whose
+    `proto` is `IPPROTO_TCP`, which a socket made with `socket.socket(family, SOCK_STREAM)` and the
+    connections accepted from it are not, so the listener sets it here.
+    """
+    try:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:  # not a TCP socket (nothing to do), or already closing
+        pass
 
 
 def _reset(conn: socket.socket) -> None:
