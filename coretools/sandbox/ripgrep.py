@@ -410,6 +410,14 @@ class RgRun:
 
     def batches(self) -> Iterator[list[bytes | RgLine]]:
         """The records in batches as they arrive: whole ones as bytes, cut ones as `RgLine`s."""
+        yield from self._split(self._chunks())
+
+    def reader(self) -> RecordReader:
+        """The records one at a time, with `RecordReader.skip_to` to pass over the ones not wanted."""
+        return RecordReader(self._chunks(), self.sep, self.max_line)
+
+    def _chunks(self) -> Iterator[bytes]:
+        """rg's raw standard output; rg starts with the iteration and is reaped when it ends."""
         fds: list[int] = []
         argv = list(self.argv)
         if not any(arg.startswith(("-j", "--threads")) for arg in argv):
@@ -425,7 +433,7 @@ class RgRun:
             )
             on_stderr = self._count_stderr if self.count_in_stderr is not None else None
             self._run = _RUNNER.stream(spec, check=self.check, on_stderr=on_stderr)
-            yield from self._split(self._run.chunks())
+            yield from self._run.chunks()
         finally:
             for fd in fds:
                 os.close(fd)
@@ -461,6 +469,105 @@ class RgRun:
                 yield batch
 
 
+class RecordReader:
+    """rg's output as records read one at a time from the raw stream (whole ones as bytes, ones longer than
+    `limit` as `RgLine`s), without splitting each chunk into a list. `skip_to` passes over records in C
+    (`bytes.find`), so a consumer that only needs a file's `end` record makes no object per match. A
+    partial last record (the stream cut short) is dropped, as by `RgRun.batches`."""
+
+    def __init__(self, chunks: Iterator[bytes], sep: bytes = b"\n", limit: int = 256 * 1024) -> None:
+        self._chunks = chunks
+        self._buf = b""
+        self._pos = 0
+        self.sep, self.limit = sep, limit
+        self.on_chunk: Callable[[], None] | None = None  # called as each chunk arrives (progress reports)
+        self.tallied = 0  # records counted by `skip_to`
+
+    def __iter__(self) -> RecordReader:
+        return self
+
+    def __next__(self) -> bytes | RgLine:
+        while True:
+            end = self._buf.find(self.sep, self._pos)
+            if end >= 0:
+                record = self._buf[self._pos : end]
+                self._pos = end + 1
+                if len(record) <= self.limit:
+                    return record
+                return RgLine(b"", record[: self.limit], record[-4096:], True)
+            if len(self._buf) - self._pos > self.limit:
+                return self._cut()
+            if not self._more():
+                raise StopIteration
+
+    def skip_to(self, prefix: bytes, tally: bytes | None = None) -> bytes | RgLine | None:
+        """The next record that starts with `prefix` (None if the stream ends first); those before it are
+        read past unparsed, and the ones among them that start with `tally` are counted in `tallied`.
+        Neither prefix may contain `sep`, which no record does either."""
+        while len(self._buf) - self._pos < max(len(prefix), len(tally or b"")) and self._more():
+            pass  # the record at hand must be long enough to tell what it is
+        if self._buf.startswith(prefix, self._pos):
+            return next(self, None)
+        marker = self.sep + prefix
+        counted = self.sep + tally if tally is not None else b""
+        if counted and self._buf.startswith(tally, self._pos):
+            self.tallied += 1
+        overlap = max(len(marker), len(counted)) - 1  # what may be the start of a prefix cut by the chunk's end
+        while True:
+            at = self._buf.find(marker, self._pos)
+            end = at if at >= 0 else len(self._buf)
+            if counted:
+                self.tallied += self._buf.count(counted, self._pos, end)
+            if at >= 0:
+                self._pos = at + 1
+                return next(self, None)
+            self._pos = max(self._pos, len(self._buf) - overlap)  # everything before is counted and passed
+            if not self._more():
+                return None
+
+    @classmethod
+    def of(cls, run) -> RecordReader:
+        """The records of `run`: an `RgRun`'s raw stream, or for anything that only gives `batches()` (a
+        double replaying recorded output), those batches joined back into a stream."""
+        reader = getattr(run, "reader", None)
+        if reader is not None:
+            return reader()
+        sep = getattr(run, "sep", b"\n")
+        return cls((sep.join(batch) + sep for batch in run.batches() if batch), sep)
+
+    def close(self) -> None:
+        """Stop reading: rg is killed and reaped now if it is still running."""
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+    def _more(self) -> bool:
+        """Append the next chunk to what is left unread; False at the end of the stream."""
+        chunk = next(self._chunks, None)
+        if chunk is None:
+            self._buf, self._pos = b"", 0
+            return False
+        if self.on_chunk is not None:
+            self.on_chunk()
+        self._buf = self._buf[self._pos :] + chunk if self._pos < len(self._buf) else chunk
+        self._pos = 0
+        return True
+
+    def _cut(self) -> RgLine:
+        """A record too long to keep: its first `limit` bytes and last 4 KB, the rest read past."""
+        head, tail = self._buf[self._pos : self._pos + self.limit], self._buf[self._pos :][-4096:]
+        self._buf, self._pos = b"", 0
+        for chunk in self._chunks:
+            if self.on_chunk is not None:
+                self.on_chunk()
+            end = chunk.find(self.sep)
+            if end >= 0:
+                self._buf, self._pos = chunk, end + 1
+                return RgLine(b"", head, (tail + chunk[:end])[-4096:], True)
+            tail = (tail + chunk)[-4096:]
+        raise StopIteration
+
+
 def _memfile(data: bytes) -> int:
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create("coretools-ignore", os.MFD_CLOEXEC)
@@ -475,15 +582,16 @@ def _memfile(data: bytes) -> int:
     return fd
 
 
-@functools.lru_cache(maxsize=1)
-def rg_threads() -> int:
-    """rg's worker threads: one CPU fewer than we may use (rg's default takes them all), which is left to
-    the Python side consuming rg's output as it comes (verifying, re-checking, stat'ing)."""
+@functools.lru_cache(maxsize=2)
+def rg_threads(spare: int = 1) -> int:
+    """rg's worker threads: by default one CPU fewer than we may use (rg's default takes them all), which is
+    left to the Python side consuming rg's output as it comes (verifying, re-checking, stat'ing); `spare=0`
+    for a consumer that mostly waits on rg (a search, which skips the records it does not need)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
-    return max(1, min(cpus - 1, 12))
+    return max(1, min(cpus - spare, 12))
 
 
 def _rg_env() -> dict[str, str]:

@@ -61,6 +61,7 @@ _LINES_TEXT = re.compile(rb'"lines":\{"text":"')
 _MATCH_FIELDS = re.compile(
     rb'"lines":\{"(text|bytes)":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),'
 )
+_MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
 _BEGIN_TEXT = re.compile(rb'^\{"type":"begin","data":\{"path":\{"text":' + _JSON_STR + rb'\}\}\}$')
 UTF8_BOM = b"\xef\xbb\xbf"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -206,17 +207,47 @@ class _Reported:
         self.fd = fd
         self.copy = GatewayCopy(fd)
         self.rejected = 0
+        self.seen = 0  # match records handled one by one
         self.found: FileLines | None = None
 
-    def start(self, req: Request, exclude: LineRegex | None, spans) -> None:
+    def start(self, req: Request, exclude: LineRegex | None, spans, keep: bool) -> None:
+        """`keep`: whether the collector could keep lines of this file (it only changes on a commit)."""
         self.found = FileLines(req.file_limit, req.before, req.after)
-        self.exclude, self.spans = exclude, spans
+        self.exclude, self.spans, self.keep = exclude, spans, keep
 
-    def line(self, record: bytes | ripgrep.RgLine, is_match: bool, keep: bool) -> None:
+    def settled(self) -> bool:
+        """Whether the file's further matches only need counting: no line of it is wanted (as a match or
+        as context), no exclude pattern has to be tried on each, and one match has been checked against the
+        gateway's copy (so a file rg read somewhere else is not counted on rg's word alone)."""
+        found = self.found
+        assert found is not None
+        return (
+            self.seen > 0
+            and self.exclude is None
+            and not found.wants_context
+            and not (self.keep and found.wants_text)
+        )
+
+    def count_rest(self, end: bytes | ripgrep.RgLine) -> None:
+        """Count the matches passed over unparsed, from the file's `end` record (rg's `matched_lines`);
+        a file with a line that did not verify keeps only its verified ones."""
+        found = self.found
+        assert found is not None
+        stats = _MATCHED_LINES.findall(end if type(end) is bytes else end.tail)
+        if not stats:
+            self.rejected += 1
+            return
+        if not self.rejected:
+            found.count += max(0, int(stats[-1]) - self.seen)
+
+    def line(self, record: bytes | ripgrep.RgLine, is_match: bool) -> None:
         """One `match` (or `context`) record of this file."""
         found = self.found
         assert found is not None
-        if not is_match and not found.wants_context:
+        keep = self.keep
+        if is_match:
+            self.seen += 1
+        elif not found.wants_context:
             return
         claim = parse_match(record)
         whole = self.exclude is not None or found.wants_context or (keep and found.wants_text)
@@ -285,7 +316,7 @@ class RipgrepEngine:
         if rules is None:
             self._listed(job, target, view)
             return
-        argv = [self.binary, "--json", *rules.flags, *_pattern_flags(req)]
+        argv = [self.binary, "--json", "--threads", str(ripgrep.rg_threads(spare=0)), *rules.flags, *_pattern_flags(req)]
         if target.is_dir:
             options = rules.recheck_options(req.ignore)
             if req.include:
@@ -331,52 +362,82 @@ class RipgrepEngine:
 
     def _collect(self, job: Job, target: Target, run: ripgrep.RgRun, recheck, view) -> None:
         """Read one rg run's JSON into the collector: each file it reports opened again through the gateway
-        (and, with `recheck`, judged by our rules first), each line kept only as that copy confirms it."""
+        (and, with `recheck`, judged by our rules first), each line kept only as that copy confirms it. Once
+        nothing more of a file is wanted but its count (`_Reported.settled`), the reader skips to its `end`
+        record, whose statistics give the count of the rest; a file that is not searched on is skipped
+        whole."""
         ws, req, out = job.ws, job.req, job.out
         exclude = _exclude_regex(req)
         spans = _span_finder(req)
         current: _Reported | None = None
-        last_progress = time.monotonic()
-        try:
-            for batch in run.batches():
-                for line in batch:  # bytes, or an RgLine for a record too long to keep whole
-                    head = line if type(line) is bytes else line.head
-                    if head.startswith(_MATCH):
-                        if current is not None:
-                            current.line(line, True, out.could_keep(current.key))
-                    elif head.startswith(_CONTEXT):
-                        if current is not None:
-                            current.line(line, False, False)
-                    elif head.startswith(_BEGIN):
-                        if current is not None:  # pragma: no cover - rg always ends a file before the next
-                            current.close()
-                        current = None
-                        rel = None
-                        if target.is_dir:
-                            rel = _begin_path(head)
-                            rel = rel[2:] if rel.startswith("./") else rel
-                            if recheck is not None and not recheck.visible(rel):
-                                continue
-                        current = self._open_reported(ws, target, rel, view)
-                        if current is None:
-                            out.unverified_files += 1
-                        else:
-                            current.start(req, exclude, spans)
-                    elif head.startswith(_END):
-                        if current is not None:
-                            current.close()
-                            if b'"binary_offset":null' in head:
-                                out.commit(current.key, current.found)
-                                if current.rejected:
-                                    out.unverified_files += 1
-                        current = None
-                now = time.monotonic()
-                if now - last_progress > 0.25:
+        last_progress = time.monotonic() - 0.15  # the first report after 0.1 s, then every 0.25 s
+
+        def tick() -> None:
+            nonlocal last_progress
+            now = time.monotonic()
+            if now - last_progress > 0.25:
+                out.pending = records.tallied - tallied_before + (current.found.count if current else 0)
+                if out.pending or out.total_files:  # nothing to tell yet: ask again at the next chunk
                     last_progress = now
                     job.progress(out)
+
+        records = ripgrep.RecordReader.of(run)
+        records.on_chunk = tick
+        tallied_before = 0
+        try:
+            for line in records:  # bytes, or an RgLine for a record too long to keep whole
+                head = line if type(line) is bytes else line.head
+                if head.startswith(_MATCH):
+                    if current is None or current.settled():
+                        tallied_before = records.tallied
+                        line = records.skip_to(_END, _MATCH if current is not None else None)
+                        tallied_before = records.tallied
+                        if line is None:
+                            break
+                        head = line if type(line) is bytes else line.head
+                        if current is not None:
+                            current.count_rest(line)
+                    else:
+                        current.line(line, True)
+                        continue
+                elif head.startswith(_CONTEXT):
+                    if current is not None:
+                        current.line(line, False)
+                    continue
+                elif head.startswith(_BEGIN):
+                    if current is not None:  # pragma: no cover - rg always ends a file before the next
+                        current.close()
+                    current = self._begin(job, target, head, recheck, view, (exclude, spans))
+                    continue
+                if head.startswith(_END):
+                    out.pending = 0
+                    if current is not None:
+                        current.close()
+                        if b'"binary_offset":null' in head:
+                            out.commit(current.key, current.found)
+                            if current.rejected:
+                                out.unverified_files += 1
+                    current = None
         finally:
+            records.close()
             if current is not None:
                 current.close()
+
+    def _begin(self, job: Job, target: Target, head: bytes, recheck, view, regexes) -> _Reported | None:
+        """The file a `begin` record names, opened through the gateway; None when our rules hide it
+        (`recheck`) or it cannot be opened (counted as unverified)."""
+        rel = None
+        if target.is_dir:
+            rel = _begin_path(head)
+            rel = rel[2:] if rel.startswith("./") else rel
+            if recheck is not None and not recheck.visible(rel):
+                return None
+        current = self._open_reported(job.ws, target, rel, view)
+        if current is None:
+            job.out.unverified_files += 1
+        else:
+            current.start(job.req, *regexes, job.out.could_keep(current.key))
+        return current
 
 
 _LISTED_FLAGS = ("--no-config", "--no-messages", "--no-ignore", "--hidden")

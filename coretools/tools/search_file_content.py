@@ -237,9 +237,10 @@ class SearchFileContent(Tool):
             anyio.from_thread.check_cancelled()
 
         def progress(out: Collector) -> None:
-            message = f"{out.total_matches} matches in {out.total_files} files so far"
+            matches = out.total_matches + out.pending
+            message = f"{matches} matches in {out.total_files} files so far"
             try:
-                anyio.from_thread.run(ctx.progress, out.total_files + out.total_matches, None, message)
+                anyio.from_thread.run(ctx.progress, out.total_files + matches, None, message)
             except RuntimeError:  # no event loop to report to (a synchronous caller)
                 pass
 

@@ -133,6 +133,7 @@ class Collector:
         self.stored = 0
         self.stopped: str | None = None
         self.unverified_files = 0  # files rg reported that the gateway's copy did not (wholly) confirm
+        self.pending = 0  # matches seen in the file being read, not committed yet (for progress reports)
 
     def could_keep(self, key: tuple[int, str]) -> bool:
         return self.stored < self.cap or key < self._order[-1]
