@@ -7,6 +7,10 @@ Tools can be called natively (``tool_style="json"``) or as XML written in the mo
 (``"xml"``, for models and OpenAI-compatible servers without function calling); ``None``
 decides per provider and model (:mod:`coretools.client.style`).
 
+Servers that ask the user for input are answered through ``Bridge(..., elicitation_callback=...)``
+(:class:`TerminalElicitation` asks in a terminal); remote servers that need OAuth sign in with
+``Bridge(..., sign_in=BrowserSignIn())``.
+
 Typical use::
 
     async with Bridge.from_config("mcp.json") as bridge:
@@ -35,6 +39,7 @@ from .convert import (
     tool_config_to_tool_choice,
     tool_result_to_function_response,
 )
+from .elicitation import asking_server
 from .history import (
     PLACEHOLDER_SIGNATURE,
     StreamAccumulator,
@@ -55,9 +60,11 @@ from .loop import (
     run_rest,
 )
 from .names import NAME_PATTERN, publish_names, sanitize_part
+from .oauth import BrowserSignIn, SignInRequired
 from .openai_loop import OpenAIChatBackend, run_openai
 from .schema import sanitize_schema, to_json_profile, to_openapi_profile
 from .style import DEFAULT_POLICY, KILO_POLICY, StylePolicy, ToolStyle, resolve_tool_style
+from .terminal_prompt import TerminalElicitation
 from .xml_dispatch import run_parsed_calls
 from .xml_format import render_call, render_results
 from .xml_parser import CallParser, ParsedCall, parse_calls
@@ -69,6 +76,7 @@ __all__ = [
     "NAME_PATTERN",
     "PLACEHOLDER_SIGNATURE",
     "Bridge",
+    "BrowserSignIn",
     "CallLedger",
     "CallParser",
     "CodeAssistBackend",
@@ -83,11 +91,14 @@ __all__ = [
     "RunResult",
     "ServerConfig",
     "ServerFailure",
+    "SignInRequired",
     "StreamAccumulator",
     "StylePolicy",
+    "TerminalElicitation",
     "ToolOutcome",
     "ToolStyle",
     "anthropic_messages_to_gemini",
+    "asking_server",
     "coerce_arguments",
     "declaration_from_openai",
     "function_calls",

@@ -7,6 +7,12 @@ transport holds) to be left by the task that entered it, the mistake behind the
 concurrently; one that fails is recorded in :attr:`Bridge.failures` (alias, reason, the tail of
 its stderr) and the others carry on.
 
+A server can ask the user for input while a call runs (elicitation): ``elicitation_callback``
+answers it in both protocol eras (see :mod:`coretools.client.elicitation`). A remote server
+that needs OAuth signs in through the SDK's provider (see :mod:`coretools.client.oauth`); the
+minutes a person spends in the browser or at a prompt do not count against the connect
+timeout (:mod:`coretools.client.deadline`).
+
 Every way a model can ask for a tool (Gemini ``functionCall`` parts, OpenAI ``tool_calls``,
 calls parsed from model text) ends in :meth:`Bridge.call`, which looks the published name up in
 the name map, fixes argument types against the server's own schema, applies the server's
@@ -23,13 +29,14 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 import httpx2
 import mcp.types as mcp_types
-from mcp import ClientSession, MCPError
+from mcp import Client, ClientSession, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -45,6 +52,8 @@ from .convert import (
     openai_tool_message,
     outcome_from_result,
 )
+from .deadline import deadline
+from .elicitation import ElicitationCallback, checked
 from .history import function_calls
 from .instructions import PER_SERVER_LIMIT, TOTAL_LIMIT, ServerInstructions, render_blocks
 from .names import (
@@ -58,6 +67,7 @@ from .names import (
     should_prefix,
 )
 from .notices import ONCE, client_logger
+from .oauth import BrowserSignIn, ServerAuth
 from .schema import Profile
 from .stdio import StdioServerProcess
 from .style import normalize_choice
@@ -122,9 +132,11 @@ class PublishedTool:
 class _Server:
     """Runtime state of one configured server, owned by its supervisor task."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, auth: ServerAuth | None) -> None:
         self.config = config
+        self.auth = auth
         self.process: StdioServerProcess | None = None
+        self.client: Client | None = None
         self.session: ClientSession | None = None
         self.tools: list[mcp_types.Tool] = []
         self.settled = anyio.Event()
@@ -155,14 +167,22 @@ class Bridge:
     * ``server_instructions``: whether the loops put the servers' ``instructions`` in the
       system instruction (see :mod:`coretools.client.instructions`); ``instruction_limits``
       caps them, per server and in total, in characters.
+    * ``elicitation_callback``: answers servers' requests for user input, named and shaped as
+      the SDK's (``async (context, params) -> ElicitResult | ErrorData``); without one the
+      capability is not advertised.
+    * ``sign_in``: how to run an OAuth sign-in (:class:`~coretools.client.oauth.BrowserSignIn`);
+      without one a server that needs a sign-in fails with the command that does it.
+      ``token_directory`` overrides where tokens are kept.
+    * ``mode``: the SDK ``Client``'s protocol negotiation, ``legacy`` (the ``initialize``
+      handshake, the default), ``auto`` (2026-07-28 when the server speaks it) or a version.
 
     With ``prefix="never"``, tool names that clash (the same name on two servers, names equal
     after sanitising, a reserved name) make :meth:`start` raise
     :class:`~coretools.client.names.NameCollisionError`. Tools offered by several servers are
     reported once, as a warning naming them.
 
-    Sessions use the ``initialize`` handshake (the 2025-era protocol every current host
-    speaks), on which servers push ``notifications/tools/list_changed``.
+    By default sessions use the ``initialize`` handshake (the 2025-era protocol every current
+    host speaks), on which servers push ``notifications/tools/list_changed``.
     """
 
     def __init__(
@@ -177,6 +197,10 @@ class Bridge:
         tool_style: str | None = None,
         server_instructions: bool = True,
         instruction_limits: tuple[int, int] = (PER_SERVER_LIMIT, TOTAL_LIMIT),
+        elicitation_callback: ElicitationCallback | None = None,
+        sign_in: BrowserSignIn | None = None,
+        token_directory: Path | None = None,
+        mode: str = "legacy",
     ) -> None:
         aliases = [s.alias for s in servers]
         if len(set(aliases)) != len(aliases):
@@ -190,7 +214,11 @@ class Bridge:
         self.server_instructions = server_instructions
         self.instruction_limits = instruction_limits
         self.client_info = client_info or mcp_types.Implementation(name="coretools-bridge", version="0.1.0")
-        self._servers = [_Server(config) for config in servers]
+        self.elicitation_callback = elicitation_callback
+        self.mode = mode
+        self._servers = [
+            _Server(c, ServerAuth(c, sign_in=sign_in, directory=token_directory) if c.url else None) for c in servers
+        ]
         self._published: dict[str, PublishedTool] = {}
         self._prefixed = False
         self._reported_duplicates: set[str] = set()
@@ -241,39 +269,60 @@ class Bridge:
         await task_group.__aexit__(None, None, None)
 
     async def _supervise(self, server: _Server) -> None:
-        alias = server.config.alias
         try:
-            async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(server, stack))
-                session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._notification_handler(server), client_info=self.client_info)
-                )
-                with anyio.fail_after(self.connect_timeout):
-                    await session.initialize()
-                    server.instructions = session.instructions or ""
-                    server.tools = await list_all_tools(session)
-                server.session = session
-                server.settled.set()
-                logger.info("%s: connected, %d tools", alias, len(server.tools))
-                async with anyio.create_task_group() as inner:
-                    inner.start_soon(self._follow_changes, server)
-                    await server.stop.wait()
-                    inner.cancel_scope.cancel()
+            with deadline(self.connect_timeout) as (scope, budget):
+                async with AsyncExitStack() as stack:
+                    client = await stack.enter_async_context(self._client(server, stack))
+                    server.instructions = client.instructions or ""
+                    server.tools = await list_all_tools(client.session)
+                    budget.lift()
+                    server.client, server.session = client, client.session
+                    server.settled.set()
+                    logger.info("%s: connected, %d tools", server.config.alias, len(server.tools))
+                    async with anyio.create_task_group() as inner:
+                        inner.start_soon(self._follow_changes, server)
+                        await server.stop.wait()
+                        inner.cancel_scope.cancel()
+            if scope.cancelled_caught and not server.settled.is_set():
+                self._record_failure(server, TimeoutError())
         except Exception as exc:
-            reason = _describe(exc)
-            if server.session is None:
-                exit_code = server.process.returncode if server.process is not None else None
-                if isinstance(_leaf(exc), TimeoutError):
-                    reason = f"no answer to the MCP handshake within {self.connect_timeout:g} s"
-                elif exit_code is not None:
-                    reason = f"the server exited with code {exit_code} before the handshake completed ({reason})"
-                server.failure = ServerFailure(alias, reason, server.stderr_tail())
-                logger.warning("MCP server %s", server.failure)
+            if not server.settled.is_set():
+                self._record_failure(server, exc)
             else:
-                logger.warning("%s: connection ended with an error: %s", alias, reason)
+                logger.warning("%s: connection ended with an error: %s", server.config.alias, self._reason(server, exc))
         finally:
-            server.session = None
+            server.client = server.session = None
             server.settled.set()
+
+    def _record_failure(self, server: _Server, exc: BaseException) -> None:
+        exit_code = server.process.returncode if server.process is not None else None
+        refused = server.auth.describe() if server.auth is not None else None
+        if refused:
+            reason = refused
+        elif isinstance(_leaf(exc), TimeoutError):
+            reason = f"no answer to the MCP handshake within {self.connect_timeout:g} s"
+        elif exit_code is not None:
+            reason = f"the server exited with code {exit_code} before the handshake completed ({_describe(exc)})"
+        else:
+            reason = _describe(exc)
+        server.failure = ServerFailure(server.config.alias, reason, server.stderr_tail())
+        logger.warning("MCP server %s", server.failure)
+
+    @staticmethod
+    def _reason(server: _Server, exc: BaseException) -> str:
+        """Authorization's own account of a failure when it is the cause, else the error's."""
+        return (server.auth.describe() if server.auth is not None else None) or _describe(exc)
+
+    def _client(self, server: _Server, stack: AsyncExitStack) -> Client:
+        callback = self.elicitation_callback
+        return Client(
+            self._transport(server, stack),
+            mode=self.mode,  # type: ignore[arg-type]
+            message_handler=self._notification_handler(server),
+            client_info=self.client_info,
+            elicitation_callback=checked(callback, server.config.alias) if callback is not None else None,
+            cache=None,
+        )
 
     def _transport(self, server: _Server, stack: AsyncExitStack) -> Any:
         config = server.config
@@ -283,11 +332,17 @@ class Bridge:
                 config.command, config.args, env=config.env, cwd=config.cwd, label=config.alias
             )
             return server.process.connect()
-        assert config.url is not None
+        assert config.url is not None and server.auth is not None
+        auth = server.auth
         if config.transport == "sse":
-            return sse_client(config.url, headers=dict(config.headers))
+            return sse_client(config.url, headers=dict(config.headers), auth=auth.provider)
         # The SDK's defaults: 30 s to connect and write, 300 s between reads of a held-open stream.
-        http_client = httpx2.AsyncClient(headers=dict(config.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+        http_client = httpx2.AsyncClient(
+            headers=dict(config.headers),
+            timeout=httpx2.Timeout(30.0, read=300.0),
+            auth=auth.provider,
+            event_hooks={"response": [auth.observe]},
+        )
         stack.push_async_callback(http_client.aclose)
         return streamable_http_client(config.url, http_client=http_client)
 
@@ -433,8 +488,8 @@ class Bridge:
         if tool is None:
             return error_outcome(name, f"Unknown tool: {name}", call_id=call_id)
         server = next(s for s in self._servers if s.config.alias == tool.alias)
-        session = server.session
-        if session is None:
+        client = server.client
+        if client is None:
             return error_outcome(name, f"the MCP server '{tool.alias}' is not connected", call_id=call_id)
         if arguments is None:
             arguments = {}
@@ -447,16 +502,18 @@ class Bridge:
         try:
             # The SDK's own request timeout fires first and tells the server to cancel; the
             # outer scope only guards against a transport that stops answering altogether.
-            with anyio.move_on_after(timeout + 5) as guard:
-                result = await session.call_tool(tool.original_name, arguments, read_timeout_seconds=timeout)
+            # ``Client.call_tool`` also runs 2026-07-28 ``input_required`` rounds.
+            with deadline(timeout + 5) as (guard, _):
+                result = await client.call_tool(tool.original_name, arguments, read_timeout_seconds=timeout)
             if guard.cancelled_caught:
                 return error_outcome(name, f"timed out after {timeout:g} s", call_id=call_id)
         except MCPError as exc:
             if exc.code == mcp_types.REQUEST_TIMEOUT:
                 return error_outcome(name, f"timed out after {timeout:g} s", call_id=call_id)
-            return error_outcome(name, f"MCP error {exc.code}: {exc.message}", call_id=call_id)
+            refused = server.auth.describe() if server.auth is not None and exc.code == mcp_types.INTERNAL_ERROR else None
+            return error_outcome(name, refused or f"MCP error {exc.code}: {exc.message}", call_id=call_id)
         except Exception as exc:
-            return error_outcome(name, _describe(exc), call_id=call_id)
+            return error_outcome(name, self._reason(server, exc), call_id=call_id)
         return outcome_from_result(name, result, call_id=call_id, has_output_schema=tool.tool.output_schema is not None)
 
     async def call_many(self, calls: Sequence[tuple[str, Any, str | None]]) -> list[ToolOutcome]:

@@ -14,6 +14,18 @@
   XML in the text (for models and servers without function calling), or decided by
   :func:`coretools.client.style.resolve_tool_style` for the provider and model.
 
+* ``client login ALIAS --config mcp.json``: sign in to a remote server ahead of time (OAuth:
+  the authorization URL is printed and opened in the browser, the code comes back to a loopback
+  listener, tokens are stored per server URL); ``client logout ALIAS`` forgets them.
+
+Servers may ask for input while a call runs (elicitation). ``--elicitation ask`` (the default)
+asks in the terminal when stdin is one and declines otherwise; ``decline`` always declines;
+``defaults`` accepts a form whose required fields all have defaults (scripted runs).
+``--sign-in auto`` (the default) runs an OAuth sign-in when a server needs one and stdin is a
+terminal; ``always`` also without a terminal (``$BROWSER`` decides what opens the URL);
+``never`` fails with the ``client login`` command to run. ``--protocol`` chooses the protocol
+negotiation (``legacy``: the ``initialize`` handshake; ``auto``: 2026-07-28 when offered).
+
 Each subcommand's ``func(args) -> int`` is its exit code: 0 success, 1 a tool or server
 failed (the output is still printed), 2 a usage or configuration error (including tool names
 that collide under ``--prefix never``), 141 when stdout was closed early (``... | head -1``):
@@ -37,19 +49,26 @@ import anyio
 import anyio.to_thread
 
 from .bridge import Bridge, PublishedTool
-from .config import ConfigError, load_config
+from .config import ConfigError, ServerConfig, load_config
 from .convert import function_response_part
+from .elicitation import ElicitationCallback, accept_defaults, decline
 from .loop import GEMINI_BASE_URL, GeminiHTTPError, RunResult, choose_tool_style, run_rest, supports_multimodal_function_responses
 from .names import PREFIX_MODES, NameCollisionError
+from .oauth import SIGN_IN_TIMEOUT, BrowserSignIn
 from .openai_loop import OPENAI_BASE_URL, run_openai
 from .schema import PROFILES
 from .style import STYLE_CHOICES
+from .terminal_prompt import TerminalElicitation
+from .token_store import TokenStore
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 TOOL_STYLES = STYLE_CHOICES
 APIS = ("gemini", "openai")
+ELICITATION_POLICIES = ("ask", "decline", "defaults")
+SIGN_IN_POLICIES = ("auto", "always", "never")
+PROTOCOLS = ("legacy", "auto", "2026-07-28")
 EXIT_CLOSED_PIPE = 141
 """128 + SIGPIPE, what a shell reports for a command whose reader went away."""
 
@@ -87,9 +106,9 @@ def _is_closed_pipe(exc: BaseException) -> bool:
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``client`` (``tools``, ``call``) and ``chat`` subcommands to an argparse subparsers object."""
+    """Add the ``client`` (``tools``, ``call``, ``login``, ``logout``) and ``chat`` subcommands."""
     client = subparsers.add_parser("client", help="use MCP servers' tools through the Gemini bridge")
-    client_commands = client.add_subparsers(dest="client_command", metavar="{tools,call}")
+    client_commands = client.add_subparsers(dest="client_command", metavar="{tools,call,login,logout}")
     client_commands.required = True
 
     tools = client_commands.add_parser("tools", help="print the merged, prefixed, sanitised tool declarations")
@@ -104,6 +123,20 @@ def register(subparsers: Any) -> None:
     call.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object (default {})")
     call.add_argument("--format", choices=("json", "text"), default="json", help="print the functionResponse (json) or plain text")
     call.set_defaults(func=quiet_on_closed_pipe(call_command))
+
+    login = client_commands.add_parser("login", help="sign in to a remote MCP server (OAuth) and keep its tokens")
+    login.add_argument("alias", help="the server's name in mcp.json")
+    login.add_argument("--config", default="mcp.json", help="the mcp.json to load (default ./mcp.json)")
+    login.add_argument("--no-browser", action="store_true", help="print the authorization URL without opening it")
+    login.add_argument("--timeout", type=float, default=SIGN_IN_TIMEOUT, help="seconds to wait for the sign-in (default 300)")
+    login.add_argument("--connect-timeout", type=float, default=30.0, help="seconds for the server to answer (default 30)")
+    login.add_argument("--protocol", choices=PROTOCOLS, default="legacy", help="protocol negotiation (default legacy)")
+    login.set_defaults(func=login_command)
+
+    logout = client_commands.add_parser("logout", help="forget the tokens kept for a remote MCP server")
+    logout.add_argument("alias", help="the server's name in mcp.json")
+    logout.add_argument("--config", default="mcp.json", help="the mcp.json to load (default ./mcp.json)")
+    logout.set_defaults(func=logout_command)
 
     chat = subparsers.add_parser("chat", help="chat with Gemini in the terminal, using the MCP servers' tools")
     _add_bridge_options(chat)
@@ -139,6 +172,21 @@ def _add_bridge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default="mcp.json", help="the mcp.json to load (default ./mcp.json)")
     parser.add_argument("--prefix", choices=PREFIX_MODES, default="auto", help="alias__ prefixes: auto (several servers), always, never")
     parser.add_argument("--connect-timeout", type=float, default=30.0, help="seconds per server to connect (default 30)")
+    parser.add_argument(
+        "--elicitation",
+        choices=ELICITATION_POLICIES,
+        default="ask",
+        help="servers' requests for input: ask in the terminal (declined without one), decline, or accept defaults",
+    )
+    parser.add_argument(
+        "--sign-in",
+        dest="sign_in",
+        choices=SIGN_IN_POLICIES,
+        default="auto",
+        help="OAuth sign-in when a server needs one: auto (with a terminal), always, never",
+    )
+    parser.add_argument("--no-browser", action="store_true", help="print OAuth authorization URLs without opening them")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="legacy", help="protocol negotiation (default legacy)")
 
 
 def _run_with_bridge(args: argparse.Namespace, body: Callable[[Bridge], Awaitable[int]]) -> int:
@@ -154,6 +202,9 @@ def _run_with_bridge(args: argparse.Namespace, body: Callable[[Bridge], Awaitabl
         prefix=args.prefix,
         connect_timeout=args.connect_timeout,
         server_instructions=getattr(args, "server_instructions", True),
+        elicitation_callback=_elicitation_callback(args.elicitation),
+        sign_in=_sign_in(args),
+        mode=args.protocol,
     )
 
     async def main() -> int:
@@ -169,6 +220,20 @@ def _run_with_bridge(args: argparse.Namespace, body: Callable[[Bridge], Awaitabl
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130
+
+
+def _elicitation_callback(policy: str) -> ElicitationCallback:
+    if policy == "defaults":
+        return accept_defaults
+    if policy == "ask" and sys.stdin.isatty():
+        return TerminalElicitation(_LINES.read)
+    return decline
+
+
+def _sign_in(args: argparse.Namespace) -> BrowserSignIn | None:
+    if args.sign_in == "never" or (args.sign_in == "auto" and not sys.stdin.isatty()):
+        return None
+    return BrowserSignIn(open_browser=not args.no_browser)
 
 
 def tools_command(args: argparse.Namespace) -> int:
@@ -219,7 +284,7 @@ def chat_command(args: argparse.Namespace) -> int:
             return 2
         base_url = os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_BASE_URL
     provider = args.provider or args.api
-    lines = _LineReader()
+    lines = _LINES
 
     async def confirm(tool: PublishedTool, arguments: dict[str, Any]) -> bool:
         print(f"? run {tool.name} {json.dumps(arguments, ensure_ascii=False)} [y/N] ", end="", file=sys.stderr, flush=True)
@@ -293,3 +358,62 @@ class _LineReader:
     async def read(self) -> str | None:
         line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
         return line if line else None
+
+
+_LINES = _LineReader()
+
+
+def _remote_server(args: argparse.Namespace) -> ServerConfig | str:
+    """The remote server named ``args.alias``, or what is wrong with the request."""
+    try:
+        configs = load_config(args.config)
+    except ConfigError as exc:
+        return str(exc)
+    config = next((c for c in configs if c.alias == args.alias), None)
+    if config is None:
+        return f"no server named {args.alias!r} in {args.config} (servers: {', '.join(c.alias for c in configs) or 'none'})"
+    if config.url is None:
+        return f"{args.alias!r} is a stdio server; only remote servers (httpUrl, url) sign in"
+    return config
+
+
+def login_command(args: argparse.Namespace) -> int:
+    config = _remote_server(args)
+    if isinstance(config, str):
+        print(f"error: {config}", file=sys.stderr)
+        return 2
+    store = TokenStore(config.url or "")
+    store.forget_tokens()  # a login signs in afresh; the client registration is kept
+    sign_in = BrowserSignIn(open_browser=not args.no_browser, timeout=args.timeout)
+    bridge = Bridge([config], connect_timeout=args.connect_timeout, sign_in=sign_in, mode=args.protocol)
+
+    async def main() -> list[Any]:
+        async with bridge:
+            return bridge.failures
+
+    try:
+        failures = anyio.run(main)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+    if failures:
+        print(f"error: {failures[0]}", file=sys.stderr)
+        return 1
+    if not store.has_tokens():
+        print(f"{args.alias}: the server did not ask for a sign-in; nothing was stored", file=sys.stderr)
+        return 0
+    print(f"signed in to {args.alias}; tokens kept in {store.path}", file=sys.stderr)
+    return 0
+
+
+def logout_command(args: argparse.Namespace) -> int:
+    config = _remote_server(args)
+    if isinstance(config, str):
+        print(f"error: {config}", file=sys.stderr)
+        return 2
+    store = TokenStore(config.url or "")
+    if store.forget():
+        print(f"forgot the tokens and client registration kept for {args.alias}", file=sys.stderr)
+    else:
+        print(f"{args.alias}: nothing was stored", file=sys.stderr)
+    return 0

@@ -12,10 +12,18 @@ transport and ``httpUrl`` as streamable HTTP; most other hosts mean streamable H
 ``sse``. Gemini CLI's per-server ``timeout`` (milliseconds), ``trust``, ``includeTools`` and
 ``excludeTools`` are honoured (exclude wins over include); ``disabled: true`` skips a server.
 
+A remote server may carry Gemini CLI's ``oauth`` block: ``enabled`` (``false`` turns OAuth off for
+the server), ``clientId`` and ``clientSecret`` of a client registered beforehand (without them
+the client registers itself dynamically), ``scopes`` to request on top of those the server asks
+for, and ``redirectUri`` (a loopback ``http://127.0.0.1:PORT/PATH`` registered with that client).
+Without the block, OAuth starts when the server answers 401, unless ``headers`` already carry an
+``Authorization``.
+
 Strings in ``command``, ``args``, ``env``, ``cwd``, ``url``/``httpUrl`` and ``headers`` expand
 ``${VAR}``, ``${VAR:-default}``, ``${env:VAR}`` (VS Code), ``${workspaceFolder}`` and
-``${userHome}``. An unset variable without a default is an error, because silently passing an
-empty API key to a server fails much later and much less clearly.
+``${userHome}`` (so do ``oauth.clientId`` and ``oauth.clientSecret``). An unset variable
+without a default is an error, because silently passing an empty API key to a server fails
+much later and much less clearly.
 
 Every error is a :class:`ConfigError` whose message starts with the dotted key at fault, e.g.
 ``mcpServers.fs.args[2]: expected a string, got 3``.
@@ -30,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -38,6 +47,17 @@ DEFAULT_TIMEOUT_SECONDS = 600.0
 
 _VAR = re.compile(r"\$\{([^}]*)\}")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class OAuthConfig:
+    """A remote server's ``oauth`` block (Gemini CLI's names)."""
+
+    enabled: bool = True
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    scopes: tuple[str, ...] = ()
+    redirect_uri: str | None = None
 
 
 class ConfigError(ValueError):
@@ -64,6 +84,7 @@ class ServerConfig:
     trust: bool = False
     include_tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
+    oauth: OAuthConfig | None = None
 
     def allows(self, tool: str) -> bool:
         """Whether ``includeTools``/``excludeTools`` let this tool through (exclude wins)."""
@@ -151,6 +172,8 @@ def _parse_server(alias: str, entry: dict[str, Any], key: str, expand: _Expander
     }
 
     if command:
+        if "oauth" in entry:
+            raise ConfigError(f"{key}.oauth", "OAuth is for remote servers ('httpUrl' or 'url'), not 'command'")
         if declared not in (None, "stdio"):
             raise ConfigError(f"{key}.type", f"'{declared}' does not match 'command' (stdio)")
         args = _string_list(entry, "args", key) or ()
@@ -177,8 +200,42 @@ def _parse_server(alias: str, entry: dict[str, Any], key: str, expand: _Expander
         transport=transport,
         url=expand(http_url or url or "", f"{key}.{field_name}"),
         headers={name: expand(value, f"{key}.headers.{name}") for name, value in headers.items()},
+        oauth=_parse_oauth(entry, key, expand),
         **common,
     )
+
+
+def _parse_oauth(entry: dict[str, Any], key: str, expand: _Expander) -> OAuthConfig | None:
+    block = entry.get("oauth")
+    if block is None:
+        return None
+    key = f"{key}.oauth"
+    if not isinstance(block, dict):
+        raise ConfigError(key, f"expected an object, got {_kind(block)}")
+    enabled = _optional(block, "enabled", bool, key)
+    client_id = _optional(block, "clientId", str, key)
+    client_secret = _optional(block, "clientSecret", str, key)
+    redirect_uri = _optional(block, "redirectUri", str, key)
+    if client_secret and not client_id:
+        raise ConfigError(f"{key}.clientSecret", "needs 'clientId'")
+    if redirect_uri and not _is_loopback_url(redirect_uri):
+        raise ConfigError(f"{key}.redirectUri", f"must be a loopback http URL (http://127.0.0.1:PORT/...), got {redirect_uri!r}")
+    return OAuthConfig(
+        enabled=enabled is not False,
+        client_id=expand(client_id, f"{key}.clientId") if client_id else None,
+        client_secret=expand(client_secret, f"{key}.clientSecret") if client_secret else None,
+        scopes=_string_list(block, "scopes", key) or (),
+        redirect_uri=redirect_uri,
+    )
+
+
+def _is_loopback_url(url: str) -> bool:
+    parsed = urlsplit(url)
+    try:
+        port = parsed.port
+    except ValueError:
+        return False
+    return parsed.scheme == "http" and parsed.hostname in ("127.0.0.1", "localhost", "::1") and port is not None
 
 
 class _Expander:
