@@ -126,8 +126,11 @@ def _child_pid(marker: str, known: set[int]) -> int:
 class Peer:
     """One MCP server over stdio with the official client, kept open for the whole run."""
 
-    def __init__(self, name: str, command: str, args: list[str], env: dict | None, marker: str) -> None:
+    def __init__(
+        self, name: str, command: str, args: list[str], env: dict | None, marker: str, cwd: Path | None = None
+    ) -> None:
         self.name, self.command, self.args, self.env, self.marker = name, command, args, env, marker
+        self.cwd = cwd
         self.session = None
         self.peak: TreePeak | None = None
 
@@ -136,7 +139,8 @@ class Peer:
         from mcp.client.stdio import stdio_client
 
         known = set(_tree(os.getpid()))
-        params = StdioServerParameters(command=self.command, args=self.args, env={**os.environ, **(self.env or {})})
+        env = {**os.environ, **(self.env or {})}
+        params = StdioServerParameters(command=self.command, args=self.args, env=env, cwd=str(self.cwd) if self.cwd else None)
         read, write = await stack.enter_async_context(stdio_client(params))
         self.session = await stack.enter_async_context(ClientSession(read, write))
         await self.session.initialize()
@@ -151,8 +155,11 @@ class Peer:
 
 
 def ours(name: str, tree: Path, root: Path) -> Peer:
-    argv = ["-m", "coretools", "serve", "--root", str(root), "--max-result-chars", "0"]
-    return Peer(name, sys.executable, argv, {"PYTHONPATH": str(tree)}, "coretools")
+    argv = ["-m", "coretools", "serve", "--root", str(root)]
+    if "--max-result-chars" in (tree / "coretools" / "cli.py").read_text():  # older trees have no result budget
+        argv += ["--max-result-chars", "0"]
+    # `-m` puts the working directory first on sys.path: run in the tree, or its package is not the one used
+    return Peer(name, sys.executable, argv, {"PYTHONPATH": str(tree)}, "coretools", cwd=tree)
 
 
 def durable_write(path: Path, data: bytes) -> None:
