@@ -369,6 +369,10 @@ async def client_adapter(url: str) -> int:
         options["elicitation_callback"] = accept_with_defaults
     else:
         print("note: Bridge takes no elicitation_callback yet")
+    if "sign_in" in inspect.signature(Bridge.__init__).parameters:
+        from coretools.client.oauth import BrowserSignIn
+
+        options["sign_in"] = BrowserSignIn()  # the browser step is $BROWSER, set above
     code = 0
     async with Bridge.from_config(config, **options) as bridge:
         for failure in bridge.failures:

@@ -283,6 +283,8 @@ class ServerAuth:
             return f"refused: the server's protected-resource metadata is for another resource ({text})"
         if context is not None and context.oauth_metadata is None and self.status == 401:
             where = build_oauth_authorization_server_metadata_discovery_urls(context.auth_server_url, self.url)[0]
+            if "issuer mismatch" in text.lower():
+                return f"refused: the authorization metadata at {where} names another issuer ({text})"
             return f"the server's authorization metadata could not be fetched from {where}"
         if isinstance(error, OAuthRegistrationError):
             return f"dynamic client registration failed: {text}"
