@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -338,6 +339,12 @@ def _lines(data: bytes | None) -> list[str]:
 
 _RUNNER = Runner("coretools-rg")
 
+# What a search's rg may map privately (`RgRun(data_limit=...)`). A normal search of a large tree stays
+# near 30 MiB even with 12 threads; what grows past this is rg holding a file's whole output before writing
+# it (several threads), a line tens of MB long, or a regex compiled to a huge program. rg then aborts (see
+# `RgRun.out_of_memory`) instead of taking the machine's memory.
+RG_DATA_LIMIT = 128 << 20
+
 
 @dataclass
 class RgLine:
@@ -360,7 +367,8 @@ class RgRun:
     """One rg run on the process runner (`Runner.stream`: its own process group, a deadline, a bound on the
     whole output, `check` (cancellation) polled while waiting, the group killed and reaped when the
     iteration ends), its stdout read as a stream of records (lines, or `sep`-terminated) with a bound on
-    each record. `count_in_stderr(line)`: count the stderr lines it accepts (in `stderr_hits`)."""
+    each record. `count_in_stderr(line)`: count the stderr lines it accepts (in `stderr_hits`).
+    `data_limit`: a cap on rg's private memory in bytes (see `RG_DATA_LIMIT`, `out_of_memory`)."""
 
     def __init__(
         self,
@@ -373,8 +381,10 @@ class RgRun:
         check: Callable[[], None] | None = None,
         sep: bytes = b"\n",
         count_in_stderr: Callable[[bytes], bool] | None = None,
+        data_limit: int | None = None,
     ) -> None:
         self.argv, self.cwd, self.ignore_files = argv, cwd, list(ignore_files)
+        self.data_limit = data_limit
         self.timeout, self.max_line, self.max_total = timeout, max_line, max_total
         self.check, self.sep, self.count_in_stderr = check, sep, count_in_stderr
         self.stderr_hits = 0
@@ -392,6 +402,12 @@ class RgRun:
             return None
         outcome = self._run.outcome
         return -outcome.signal if outcome.signal is not None else outcome.exit_code
+
+    @property
+    def out_of_memory(self) -> bool:
+        """Whether rg died for want of memory under its `data_limit`: Rust's allocator reports `memory
+        allocation of N bytes failed` and aborts the whole process (every thread, mid-write perhaps)."""
+        return self.returncode == -signal.SIGABRT and b"memory allocation of" in self.stderr
 
     @property
     def stopped(self) -> str | None:
@@ -429,7 +445,7 @@ class RgRun:
                 argv[1:1] = ["--ignore-file", f"/proc/self/fd/{fd}"]
             spec = RunSpec(
                 argv, cwd=self.cwd, env=_rg_env(), wall_timeout=self.timeout, output_cap=self.max_total,
-                pass_fds=tuple(fds),
+                pass_fds=tuple(fds), data_limit=self.data_limit,
             )
             on_stderr = self._count_stderr if self.count_in_stderr is not None else None
             self._run = _RUNNER.stream(spec, check=self.check, on_stderr=on_stderr)
@@ -586,7 +602,9 @@ def _memfile(data: bytes) -> int:
 def rg_threads(spare: int = 1) -> int:
     """rg's worker threads: by default one CPU fewer than we may use (rg's default takes them all), which is
     left to the Python side consuming rg's output as it comes (verifying, re-checking, stat'ing); `spare=0`
-    for a consumer that mostly waits on rg (a search, which skips the records it does not need)."""
+    for a consumer that mostly waits on rg (a search, which skips the records it does not need). With more
+    than one, rg holds each file's output until the file is done, so its memory grows with the largest
+    file's output: run it under a `data_limit`."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux

@@ -23,6 +23,7 @@ import errno
 import logging
 import os
 import re
+import resource
 import secrets
 import select
 import shutil
@@ -95,6 +96,7 @@ class RunSpec:
     keep_background: bool = True  # leave `cmd &` children running after a normal exit (killed at close)
     pass_fds: tuple[int, ...] = ()  # descriptors the child inherits (the sandbox's seccomp filter)
     on_exit: Callable[[Outcome | None], None] | None = None  # called once the run is over, even if cancelled
+    data_limit: int | None = None  # bytes of private memory the program may map (see `_limit_memory`)
 
 
 @dataclass
@@ -389,7 +391,25 @@ def _start(spec: RunSpec, owner: int, cwd_fd: int | None) -> tuple[subprocess.Po
             stdin_file.close()
     group = Group(process.pid, marker, owner)
     register(group)
+    if spec.data_limit is not None:
+        _limit_memory(process.pid, spec.data_limit)
     return process, group
+
+
+def _limit_memory(pid: int, data_limit: int) -> None:
+    """Cap the private memory of the program just started (`RLIMIT_DATA`: since Linux 4.7 its private
+    writable mappings, the heap and anonymous maps, not the files it maps to read), and leave no core dump
+    when it aborts on a failed allocation.
+
+    Set with `prlimit` once `Popen` returns (the exec has happened) rather than in the child before the
+    exec: `preexec_fn` is unsafe in a threaded server and turns every spawn into a full fork (2-5 ms against
+    about 1 ms here). The window is the few microseconds between the two, which the program spends starting
+    up; from then on each mapping past the cap fails."""
+    try:
+        resource.prlimit(pid, resource.RLIMIT_DATA, (data_limit, data_limit))
+        resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+    except ProcessLookupError:  # already gone: nothing left to bound
+        pass
 
 
 async def _wait_exit(process: subprocess.Popen) -> int:

@@ -80,6 +80,12 @@ def _begin_path(data: bytes) -> str:
     return _json_text(json.loads(data)["data"]["path"])
 
 
+def _begin_rel(head: bytes) -> str:
+    """The path a `begin` record names, relative to the directory rg searched."""
+    rel = _begin_path(head)
+    return rel[2:] if rel.startswith("./") else rel
+
+
 def _unescape(raw: bytes) -> bytes | None:
     """The bytes of a JSON string body as rg wrote it (rg's `text` is valid UTF-8)."""
     if b"\\" not in raw:
@@ -312,27 +318,48 @@ class RipgrepEngine:
         return None if fd is None else _Reported((target.index, target.display_prefix + rel), fd)
 
     def _one(self, job: Job, target: Target, rules: ripgrep.RgRules | None, view) -> None:
-        ws, req, out = job.ws, job.req, job.out
+        ws, req = job.ws, job.req
         if rules is None:
             self._listed(job, target, view)
             return
-        argv = [self.binary, "--json", "--threads", str(ripgrep.rg_threads(spare=0)), *rules.flags, *_pattern_flags(req)]
+        args = [*rules.flags, *_pattern_flags(req)]
         if target.is_dir:
             options = rules.recheck_options(req.ignore)
             if req.include:
                 flags, overrides = include_flags(req.include)
-                argv += flags
+                args += flags
                 options = req.ignore if overrides else options
-            argv.append(".")
+            args.append(".")
             cwd = ripgrep.dir_cwd(target.fd, target.path)
             recheck = ripgrep.Recheck.of(ws, target.root, target.rel, options, req.allow_protected)
+            threads = ripgrep.rg_threads(spare=0)
         else:
-            argv.append(f"/proc/{os.getpid()}/fd/{target.fd}")
-            cwd = "/"
-            recheck = None
-        run = ripgrep.RgRun(argv, cwd, rules.ignore_files, timeout=req.timeout, check=job.check)
-        self._collect(job, target, run, recheck, view)
-        _finish(run, req, out)
+            args.append(f"/proc/{os.getpid()}/fd/{target.fd}")
+            cwd, recheck, threads = "/", None, 1  # one file: rg streams it, read through a memory map
+        self._run(job, target, _RgCall(args, cwd, rules.ignore_files, threads, req.timeout), recheck, view)
+
+    def _run(self, job: Job, target: Target, call: _RgCall, recheck, view) -> None:
+        """One rg search, in one pass unless rg runs out of memory (`RG_DATA_LIMIT`) with several threads:
+        then each thread was holding a file's whole output until the file was done (a file matching on
+        every line, say), and the search is run once more on one thread, which writes each record as it is
+        found. The files whose output the first pass gave in full are passed over the second time."""
+        deadline = time.monotonic() + call.timeout
+        done: set[str] = set()
+        threads = call.threads
+        while True:
+            argv = [self.binary, "--json", "--threads", str(threads), *call.args]
+            run = ripgrep.RgRun(
+                argv, call.cwd, call.ignore_files, timeout=deadline - time.monotonic(), check=job.check,
+                data_limit=ripgrep.RG_DATA_LIMIT,
+            )
+            self._collect(job, target, run, recheck, view, done)
+            if threads == 1 or not run.out_of_memory:
+                break
+            if time.monotonic() >= deadline:
+                job.out.stopped = f"the search was stopped after {job.req.timeout:g} seconds"
+                return
+            threads = 1
+        _finish(run, job.req, job.out)
 
     def _listed(self, job: Job, target: Target, view) -> None:
         """A directory whose rules rg cannot express (a `.geminiignore` that un-ignores): the workspace walk
@@ -353,19 +380,18 @@ class RipgrepEngine:
             if left <= 0:
                 out.stopped = f"the search was stopped after {req.timeout:g} seconds"
                 return
-            argv = [self.binary, "--json", *_LISTED_FLAGS, *_pattern_flags(req), "--", *batch]
-            run = ripgrep.RgRun(argv, cwd, timeout=left, check=job.check)
-            self._collect(job, target, run, None, view)
-            _finish(run, req, out)
+            args = [*_LISTED_FLAGS, *_pattern_flags(req), "--", *batch]
+            self._run(job, target, _RgCall(args, cwd, (), ripgrep.rg_threads(), left), None, view)
             if out.stopped:
                 return
 
-    def _collect(self, job: Job, target: Target, run: ripgrep.RgRun, recheck, view) -> None:
+    def _collect(self, job: Job, target: Target, run: ripgrep.RgRun, recheck, view, done: set[str]) -> None:
         """Read one rg run's JSON into the collector: each file it reports opened again through the gateway
         (and, with `recheck`, judged by our rules first), each line kept only as that copy confirms it. Once
         nothing more of a file is wanted but its count (`_Reported.settled`), the reader skips to its `end`
         record, whose statistics give the count of the rest; a file that is not searched on is skipped
-        whole."""
+        whole. The paths of the files whose `end` arrives are added to `done`; those already there are
+        skipped whole (an earlier pass reported them)."""
         ws, req, out = job.ws, job.req, job.out
         exclude = _exclude_regex(req)
         spans = _span_finder(req)
@@ -384,6 +410,7 @@ class RipgrepEngine:
         records = ripgrep.RecordReader.of(run)
         records.on_chunk = tick
         tallied_before = 0
+        name: str | None = None
         try:
             for line in records:  # bytes, or an RgLine for a record too long to keep whole
                 head = line if type(line) is bytes else line.head
@@ -407,10 +434,13 @@ class RipgrepEngine:
                 elif head.startswith(_BEGIN):
                     if current is not None:  # pragma: no cover - rg always ends a file before the next
                         current.close()
-                    current = self._begin(job, target, head, recheck, view, (exclude, spans))
+                    name = _begin_rel(head) if target.is_dir else None
+                    current = None if name in done else self._begin(job, target, name, recheck, view, (exclude, spans))
                     continue
                 if head.startswith(_END):
                     out.pending = 0
+                    if name is not None:
+                        done.add(name)
                     if current is not None:
                         current.close()
                         if b'"binary_offset":null' in head:
@@ -423,15 +453,12 @@ class RipgrepEngine:
             if current is not None:
                 current.close()
 
-    def _begin(self, job: Job, target: Target, head: bytes, recheck, view, regexes) -> _Reported | None:
-        """The file a `begin` record names, opened through the gateway; None when our rules hide it
-        (`recheck`) or it cannot be opened (counted as unverified)."""
-        rel = None
-        if target.is_dir:
-            rel = _begin_path(head)
-            rel = rel[2:] if rel.startswith("./") else rel
-            if recheck is not None and not recheck.visible(rel):
-                return None
+    def _begin(self, job: Job, target: Target, rel: str | None, recheck, view, regexes) -> _Reported | None:
+        """The file a `begin` record names (`rel` below a directory target, None for a file target), opened
+        through the gateway; None when our rules hide it (`recheck`) or it cannot be opened (counted as
+        unverified)."""
+        if rel is not None and recheck is not None and not recheck.visible(rel):
+            return None
         current = self._open_reported(job.ws, target, rel, view)
         if current is None:
             job.out.unverified_files += 1
@@ -441,11 +468,29 @@ class RipgrepEngine:
 
 
 _LISTED_FLAGS = ("--no-config", "--no-messages", "--no-ignore", "--hidden")
+# rg's lazy DFA keeps a cache per thread that may grow to about a gigabyte by default on a pattern that makes
+# ever new states (`(?i)(a|b|c|d|e|f)[^\n]{300}q` took 1.3 GB on the Django tree); held to a few MB, rg falls
+# back to its other engines instead (that search: 23 MiB, and faster). Normal patterns never fill it.
+_DFA_CACHE = "4M"
+
+
+@dataclass
+class _RgCall:
+    """What one search asks of rg (see `RipgrepEngine._run`): its arguments after `--threads`, where it
+    runs, its ignore files, how many threads to start with, and the seconds it may take."""
+
+    args: list[str]
+    cwd: str
+    ignore_files: list[bytes] | tuple[bytes, ...]
+    threads: int
+    timeout: float
 
 
 def _pattern_flags(req: Request) -> list[str]:
     """rg's flags for how the pattern matches and what context it reports, ending with the pattern."""
-    flags = [] if req.case_sensitive else ["--ignore-case"]
+    flags = ["--dfa-size-limit", _DFA_CACHE]
+    if not req.case_sensitive:
+        flags.append("--ignore-case")
     if req.fixed_strings:
         flags.append("--fixed-strings")
     if req.before:
@@ -491,10 +536,18 @@ def _batches(files) -> Iterator[list[str]]:
 
 
 def _finish(run: ripgrep.RgRun, req: Request, out: Collector) -> None:
-    """What a finished rg run's exit says: stopped early, an invalid regex, or a failure."""
+    """What a finished rg run's exit says: stopped early, out of memory, an invalid regex, or a failure."""
     if run.stopped:
         out.stopped = run.stopped
         return
+    if run.out_of_memory:
+        raise ToolError(
+            f"Error during search: ripgrep needed more than the {ripgrep.RG_DATA_LIMIT >> 20} MiB of memory a "
+            "search may use, even searching one file at a time, and was stopped. A line tens of MB long or a "
+            "very complex pattern (long repetitions such as \\w{1000}) needs that much: search a narrower "
+            "path, leave such files out with 'include', or simplify the pattern.",
+            ErrorKind.GREP_EXECUTION_ERROR,
+        )
     if run.returncode not in (0, 1):
         message = run.stderr.decode("utf-8", "replace").strip()
         if "regex" in message:

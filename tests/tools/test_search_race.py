@@ -46,6 +46,7 @@ def fake_rg(monkeypatch: pytest.MonkeyPatch, records: list[dict]) -> None:
             self.stopped = None
             self.returncode = 0
             self.stderr = b""
+            self.out_of_memory = False
 
         def batches(self):
             yield [json.dumps(record, separators=(",", ":")).encode() for record in records]
