@@ -445,6 +445,7 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
         timeout_keep_alive=min(KEEP_ALIVE_SECONDS, settings.read_timeout),
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         server_header=False,
+        proxy_headers=False,  # no proxy in front to trust: X-Forwarded-* from a local peer is not believed
     )
     server = http_guard.GuardedServer(
         uv_config, sock, cap=cap, read_timeout=settings.read_timeout, stats=stats, log_filter=log_filter
@@ -456,6 +457,7 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
     signal.signal(signal.SIGTERM, lambda *_: None)
 
     async def main() -> None:
+        _declare_asyncio()
         announce = asyncio.ensure_future(_announce_when_started(server, settings, port))
         try:
             await server.serve()
@@ -473,6 +475,21 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
         return 1
     sys.stderr.write("coretools-mcp: HTTP server stopped\n")
     return EXIT_OK
+
+
+def _declare_asyncio() -> None:
+    """Tell sniffio, for this task and every task and callback it starts, that the loop is asyncio.
+
+    anyio asks sniffio which library runs it whenever it makes a cancel scope, an event or a checkpoint,
+    a hundred times and more per call. Undeclared, sniffio finds out through `asyncio.current_task()`,
+    whose `get_running_loop()` makes a `getpid()` system call on Python 3.11. `anyio.run` declares the
+    library this way itself; `asyncio.run` does not. anyio's worker threads reset the declaration.
+    """
+    try:
+        import sniffio
+    except ImportError:  # anyio then asks asyncio directly
+        return
+    sniffio.current_async_library_cvar.set("asyncio")
 
 
 async def _announce_when_started(server: Any, settings: HttpSettings, port: int) -> None:
