@@ -12,9 +12,9 @@ each figure is a median over `--runs` samples after warm-up calls. Operations an
 * search `def\\s+test_\\w+` (about 16,000 matches, 300 shown, true total; ours is case-insensitive by default)
   vs bare `rg -n --no-heading -i -e PATTERN` (ripgrep's default filters), its output read through a pipe;
 * read_many_files of 150 `django/` files (~0.92 MB) vs the reference's `read_multiple_files`;
-* write_file + replace on a small file (our edit journal on, the default) vs the reference's `write_file` +
-  `edit_file` (which do not fsync); the floor is two bare Python durable writes (temp file, fsync, rename,
-  directory fsync);
+* write_file + replace on a small file (our edit journal on, the default, in a state directory per server
+  under the corpus, full after the first runs) vs the reference's `write_file` + `edit_file` (which do not
+  fsync); the floor is two bare Python durable writes (temp file, fsync, rename, directory fsync);
 * read_file of a 2 KB file vs the reference's `read_text_file`;
 * glob `**/*.py` vs `rg --files -g '*.py'`.
 
@@ -158,8 +158,11 @@ def ours(name: str, tree: Path, root: Path) -> Peer:
     argv = ["-m", "coretools", "serve", "--root", str(root)]
     if "--max-result-chars" in (tree / "coretools" / "cli.py").read_text():  # older trees have no result budget
         argv += ["--max-result-chars", "0"]
-    # `-m` puts the working directory first on sys.path: run in the tree, or its package is not the one used
-    return Peer(name, sys.executable, argv, {"PYTHONPATH": str(tree)}, "coretools", cwd=tree)
+    # `-m` puts the working directory first on sys.path: run in the tree, or its package is not the one used.
+    # Each server keeps its edit journal in a state directory of its own (trees may differ in its format),
+    # kept between runs so the journal is at its bounds (evicting on every edit) as in long use.
+    env = {"PYTHONPATH": str(tree), "CORETOOLS_STATE_DIR": str(django_corpus.CORPUS / f"state-{name}")}
+    return Peer(name, sys.executable, argv, env, "coretools", cwd=tree)
 
 
 def durable_write(path: Path, data: bytes) -> None:

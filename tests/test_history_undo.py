@@ -131,19 +131,27 @@ def worker(env: dict, root: Path, name: str, count: int, size: int = 0, tag: str
 
 
 def journal_state(env: dict) -> tuple[list[dict], Path]:
-    """The index's entries, checked: ids unique and increasing, every kept blob whole."""
+    """The journal's live entries, checked: every segment whole up to at most one torn record at the end of
+    the last, ids unique and increasing, every kept copy whole."""
+    from coretools.sandbox import durable
+    from coretools.sandbox import journal as jr
+
     [folder] = (Path(env["CORETOOLS_STATE_DIR"]) / "journal").iterdir()
-    raw = (folder / "index").read_bytes()
-    records = [json.loads(line) for line in raw.split(b"\n")[:-1]]  # every complete line parses
-    voided = {r["void"] for r in records if "void" in r}
-    live = [r for r in records if "id" in r and r["id"] not in voided]
-    ids = [r["id"] for r in live]
+    segments = sorted(folder.glob("*.seg"), key=lambda p: int(p.stem))
+    for n, segment in enumerate(segments):
+        with open(segment, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            ends = [stop for stop, _, _ in durable.scan_records(handle.fileno(), 0, size)]
+        if n < len(segments) - 1:
+            assert ends and ends[-1] == size, segment  # only the last segment can end in a torn record
+    book = jr.Journal(str(folder), (), jr.JournalSettings())
+    live = book.entries()
+    ids = [e.id for e in live]
     assert ids == sorted(set(ids))
-    for r in live:
-        if r["kept"] and r["before_sha"] is not None:
-            blob = (folder / "blobs" / f"{r['id']}.blob").read_bytes()
-            assert hashlib.sha256(blob).hexdigest() == r["before_sha"]
-    return live, folder
+    for e in live:
+        if e.kept and not e.created:
+            assert hashlib.sha256(book.before_bytes(e)).hexdigest() == e.before_sha
+    return [vars(e) for e in live], folder
 
 
 def test_two_processes_share_a_journal(root: Path, env: dict) -> None:
@@ -199,9 +207,21 @@ def test_kill_9_during_an_edit_leaves_a_usable_journal(root: Path, env: dict, el
 
 def wait_for_undo_entry(env: dict, proc: subprocess.Popen) -> None:
     """Until the undo has journaled itself (it writes the file next), or has finished."""
-    index = next((Path(env["CORETOOLS_STATE_DIR"]) / "journal").iterdir()) / "index"
+    from coretools.sandbox import durable
+
+    folder = next((Path(env["CORETOOLS_STATE_DIR"]) / "journal").iterdir())
+
+    def recorded() -> bool:
+        for segment in folder.glob("*.seg"):
+            with open(segment, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                records = durable.scan_records(handle.fileno(), 0, size, check_last=False)
+                if any(b'"tool": "undo"' in header for _, header, _ in records):
+                    return True
+        return False
+
     deadline = time.monotonic() + 60
-    while b'"tool": "undo"' not in index.read_bytes() and proc.poll() is None and time.monotonic() < deadline:
+    while not recorded() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)
 
 

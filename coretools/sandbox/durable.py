@@ -11,10 +11,14 @@ reader sees the old content or the new, never a mix.
 
 A writer holds an exclusive `flock` on its record while it writes, so a second server starting meanwhile
 leaves a live write alone; the kernel drops the lock when the writer dies, however it dies.
+
+Also here: the append-only record files the edit journal keeps its segments in, and `fsync_together`, which
+lets the journal's sync and the edit's own fsync share a file-system commit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -22,7 +26,12 @@ import logging
 import os
 import secrets
 import stat
+import struct
 import sys
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 logger = logging.getLogger("coretools")
@@ -203,15 +212,199 @@ def _apply(rec: int, path: str) -> str | None:
     return target
 
 
-def _read_all(fd: int, size_hint: int) -> bytes:
+# -- append-only record files ------------------------------------------------------------------------------
+#
+# A record is a fixed prefix (magic, header length, blob length, the blob's CRC-32, then a CRC-32 of those
+# fields and the header), a header and a blob. Appending one and fsyncing the file makes it durable in one
+# barrier; a record cut short or garbled by a crash fails its lengths or checksums and ends the scan there.
+
+RECORD_MAGIC = b"CTR1"
+_PREFIX = struct.Struct(">4sIQII")
+MAX_RECORD_HEADER = 1 << 20
+
+
+@dataclass(frozen=True)
+class Blob:
+    """Where a record's blob lies in its file, and its CRC-32."""
+
+    offset: int
+    length: int
+    crc: int
+
+
+def pack_prefix(header: bytes, blob: bytes, crc: int | None = None) -> bytes:
+    """The prefix and header of a record carrying `blob` (written after them; `crc` is its CRC-32)."""
+    crc = zlib.crc32(blob) if crc is None else crc
+    return _PREFIX.pack(RECORD_MAGIC, len(header), len(blob), crc, _header_crc(len(header), len(blob), crc, header)) + header
+
+
+def _header_crc(hlen: int, blen: int, bcrc: int, header: bytes) -> int:
+    return zlib.crc32(header, zlib.crc32(struct.pack(">IQI", hlen, blen, bcrc)))
+
+
+def scan_records(fd: int, start: int, end: int, *, check_last: bool = True) -> Iterator[tuple[int, bytes, Blob]]:
+    """`(next offset, header, blob)` of each whole record from `start` up to `end`, stopping at the first
+    that is cut short or fails its header checksum. The last record's blob is checked as well (unless not
+    `check_last`): it is the only one a crash can have left half written, every earlier one was fsynced
+    before the next began."""
+    offset = start
+    while offset + _PREFIX.size <= end:
+        head = os.pread(fd, _PREFIX.size + 4096, offset)
+        if len(head) < _PREFIX.size:
+            return
+        magic, hlen, blen, bcrc, hcrc = _PREFIX.unpack_from(head)
+        stop = offset + _PREFIX.size + hlen + blen
+        if magic != RECORD_MAGIC or hlen > MAX_RECORD_HEADER or stop > end:
+            return
+        header = head[_PREFIX.size : _PREFIX.size + hlen]
+        if len(header) < hlen:
+            header += os.pread(fd, hlen - len(header), offset + _PREFIX.size + len(header))
+        blob = Blob(offset + _PREFIX.size + hlen, blen, bcrc)
+        if _header_crc(hlen, blen, bcrc, header) != hcrc or (check_last and stop == end and not blob_intact(fd, blob)):
+            return
+        yield stop, header, blob
+        offset = stop
+
+
+def read_blob(fd: int, blob: Blob) -> bytes | None:
+    """The blob's bytes, or None when they do not match its length and checksum."""
+    data = _read_all(fd, blob.length, blob.offset, blob.length)
+    return data if len(data) == blob.length and zlib.crc32(data) == blob.crc else None
+
+
+def blob_intact(fd: int, blob: Blob) -> bool:
+    crc, offset, left = 0, blob.offset, blob.length
+    while left:
+        chunk = os.pread(fd, min(left, 1 << 20), offset)
+        if not chunk:
+            return False
+        crc, offset, left = zlib.crc32(chunk, crc), offset + len(chunk), left - len(chunk)
+    return crc == blob.crc
+
+
+def append_record(fd: int, start: int, header: bytes, blob: bytes, *, sync: bool = True) -> tuple[int, Blob]:
+    """Append one record at `start`, the end of the file open with O_APPEND at `fd`, and (if `sync`) make
+    it durable; returns the offset after it and where its blob lies. fdatasync is enough: it writes the
+    data and the new size, all that a later read needs (a new file's name is the caller's to sync)."""
+    crc = zlib.crc32(blob)
+    prefix = pack_prefix(header, blob, crc)
+    _write_all(fd, prefix)
+    if blob:
+        _write_all(fd, blob)
+    if sync:
+        os.fdatasync(fd)
+    return start + len(prefix) + len(blob), Blob(start + len(prefix), len(blob), crc)
+
+
+class DeferredSync:
+    """The fdatasync of a file open at `fd` (then an fsync of `folder` if given, then `then`), run once by
+    whichever thread asks first; later calls wait for it, and the descriptor is closed after. A sync that
+    fails is logged, not raised: the edit journal's caller goes ahead as when the journal cannot be written."""
+
+    def __init__(self, fd: int, folder: str | None, then: Callable[[], None]) -> None:
+        self.fd, self.folder, self.then = fd, folder, then
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        with self.lock:
+            if self.fd < 0:
+                return
+            try:
+                os.fdatasync(self.fd)
+                if self.folder is not None:
+                    _fsync_path(self.folder)
+                self.then()
+            except OSError as exc:
+                logger.warning("could not sync %s (%s); going ahead", self.folder or f"descriptor {self.fd}", exc)
+            finally:
+                os.close(self.fd)
+                self.fd = -1
+
+
+def write_private(path: str, data: bytes) -> None:
+    """Crash-safe creation or replacement of a private (0600) file: temp file, fsync, rename, fsync the
+    folder."""
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    _fsync_path(folder)
+
+
+def same_file(fd: int, path: str) -> tuple[int, int] | None:
+    """The identity (device, inode) of the file open at `fd` if `path` still names it, else None."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino) else None
+
+
+def remove_locked_folder(folder: str) -> None:
+    """Remove a folder of files guarded by the `flock` on its file `lock`, unless someone holds it."""
+    path = os.path.join(folder, "lock")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return
+    try:
+        for name in os.listdir(folder):
+            if name != "lock":
+                _unlink_quietly(os.path.join(folder, name))
+        os.unlink(path)  # last: a waiter that then locks the unlinked file sees it is gone and starts afresh
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+    finally:
+        os.close(fd)
+
+
+_helpers: ThreadPoolExecutor | None = None
+_helpers_lock = threading.Lock()
+
+
+def fsync_together(fd: int, other: Callable[[], None] | None) -> None:
+    """fsync `fd` while `other` (the sync of another file, e.g. the edit journal's record) runs in a helper
+    thread; return when both are done. Issued together, a journaling file system can commit both in one
+    transaction, where one after the other costs two."""
+    global _helpers
+    if other is None:
+        os.fsync(fd)
+        return
+    with _helpers_lock:
+        if _helpers is None:
+            _helpers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="coretools-sync")
+        pending = _helpers.submit(other)
+    try:
+        os.fsync(fd)
+    finally:
+        pending.result()
+
+
+def _read_all(fd: int, size_hint: int, start: int = 0, limit: int | None = None) -> bytes:
     chunks = []
     offset = 0
-    while True:
-        chunk = os.pread(fd, max(size_hint - offset, 0) + 65536, offset)
+    while limit is None or offset < limit:
+        want = max(size_hint - offset, 0) + 65536
+        chunk = os.pread(fd, want if limit is None else min(want, limit - offset), start + offset)
         if not chunk:
-            return b"".join(chunks)
+            break
         chunks.append(chunk)
         offset += len(chunk)
+    return b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes) -> None:

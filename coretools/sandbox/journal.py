@@ -1,20 +1,23 @@
 """The edit journal: the content every write_file and replace replaced, kept so the edit can be undone.
 
 One journal per workspace (its set of real root paths), in the user's state directory, never under a root:
-`state_dir()/journal/<key>/` (0700) holds `meta.json` (the roots), `lock` (flock target), `index` (one JSON
-line per edit, appended) and `blobs/<id>.blob` (the bytes the edit replaced). Every file is 0600.
+`state_dir()/journal/<key>/` (0700) holds `meta.json` (the roots), `lock` (flock target) and numbered
+segments `<n>.seg`, append-only files of checksummed records (`durable.append_record`): per edit one record
+whose header is the entry (JSON, with the floor below which entries are evicted) and whose blob is the bytes
+the edit replaced. Every file is 0600.
 
-Crash safety. An edit takes the journal's lock, reads the file's current bytes through the gateway, writes
-them as a blob (temporary file, fsync, rename), appends the index line and fsyncs it, then writes the file,
-all under the lock; on a write that fails it appends a tombstone (`{"void": id}`). A process killed at any
-point leaves either nothing (blob not renamed, or the index line torn: readers skip a last line without its
-newline, the next writer cuts it), an orphan blob (swept at the next compaction), or a complete entry whose
-file write may not have happened; such an entry is recognised later because the file still has the content
-from before it (`landed`). Compaction (eviction by count and size, tombstones and orphans dropped) rewrites
-the index to a temporary file and renames it over, so it too is all-or-nothing.
+Crash safety. An edit takes the journal's lock, reads the file's current bytes through the gateway, appends
+its record and fdatasyncs it (one barrier; a new segment's name also gets a directory fsync), then writes the
+file, all under the lock; on a write that fails it appends a tombstone (`{"void": id}`). A process killed at
+any point leaves either nothing (a torn record: it fails its lengths or checksums, readers stop before it and
+the next writer cuts it) or a complete entry whose file write may not have happened; such an entry is
+recognised later because the file still has the content from before it. Eviction only raises the
+floor, in the same record; a segment wholly below it is unlinked, and one that a crash brings back is still
+below it. So nothing is ever rewritten.
 
 Several servers sharing a workspace serialise on the lock, so the journal's order is the order of the writes
-and an undo's check and write cannot interleave with another journaled edit.
+and an undo's check and write cannot interleave with another journaled edit. Each process keeps what it has
+read of a journal and, under the lock, reads only what others appended since.
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ import hashlib
 import json
 import logging
 import os
-import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coretools.errors import ErrorKind, ToolError
@@ -45,7 +48,8 @@ MIB = 1024 * 1024
 DEFAULT_MAX_ENTRIES = 200
 DEFAULT_MAX_BYTES = 50 * MIB
 MAX_JOURNALS = 64  # workspaces journaled at once; the least recently used journal goes first
-MAX_INDEX_BYTES = 16 * MIB  # an index larger than this is not one of ours: read no more of it
+SEGMENT_SUFFIX = ".seg"
+MIN_SEGMENT_BYTES = 64 * 1024
 _CHUNK = MIB
 
 
@@ -147,15 +151,96 @@ def exposed_by(roots: tuple[str, ...]) -> str | None:
     return None
 
 
+@dataclass
+class _Segment:
+    """One segment file as far as it has been read: the offset after its last whole record, how many
+    records that is, and the highest entry id among them."""
+
+    number: int
+    end: int = 0
+    records: int = 0
+    top: int = 0
+
+
+class _State:
+    """What has been read of a journal's segments. Kept per process between edits (see `_cached`) and
+    brought up to date by reading only what other processes appended since."""
+
+    def __init__(self, lock_id: tuple[int, int] | None) -> None:
+        self.lock_id = lock_id
+        self.segments: dict[int, _Segment] = {}  # by number, ascending
+        self.entries: dict[int, Entry] = {}  # at or above the floor, voided ones included
+        self.voided: set[int] = set()
+        self.blobs: dict[int, tuple[int, durable.Blob]] = {}  # entry id -> (segment number, its blob)
+        self.floor = 0  # entries below it were evicted
+        self.top = 0  # the highest id ever recorded
+        self.count = 0  # live entries
+        self.total = 0  # bytes of the copies kept, voided entries' included (they are on disk)
+
+    def last(self) -> _Segment | None:
+        return self.segments[max(self.segments)] if self.segments else None
+
+    def live(self) -> list[Entry]:
+        return [self.entries[i] for i in sorted(self.entries) if i >= self.floor and i not in self.voided]
+
+    def apply(self, segment: _Segment, header: bytes, blob: durable.Blob) -> None:
+        """Take in one whole record of `segment`."""
+        segment.records += 1
+        try:
+            record = json.loads(header)
+        except ValueError:
+            return
+        if not isinstance(record, dict):
+            return
+        if isinstance(record.get("void"), int):
+            self.count -= record["void"] in self.entries and record["void"] not in self.voided
+            self.voided.add(record["void"])
+            self.top, segment.top = max(self.top, record["void"]), max(segment.top, record["void"])
+        elif (entry := Entry.parse(record)) is not None:
+            self.entries[entry.id] = entry
+            self.blobs[entry.id] = (segment.number, blob)
+            self.count, self.total = self.count + (entry.id not in self.voided), self.total + _kept_size(entry)
+            self.top, segment.top = max(self.top, entry.id), max(segment.top, entry.id)
+            if isinstance(record.get("floor"), int) and record["floor"] > self.floor:
+                self.floor = record["floor"]
+                self._prune()
+
+    def _prune(self) -> None:
+        """Forget the entries below the floor (the oldest come first: records are read in id order)."""
+        while self.entries and (oldest := next(iter(self.entries))) < self.floor:
+            gone = self.entries.pop(oldest)
+            del self.blobs[oldest]
+            self.count, self.total = self.count - (oldest not in self.voided), self.total - _kept_size(gone)
+        self.voided = {i for i in self.voided if i >= self.floor}
+
+
+_CACHE_SIZE = 8
+_cache: dict[str, _State] = {}
+_cache_lock = threading.Lock()
+
+
+def _cached(folder: str, state: _State | None = None) -> _State | None:
+    """This process's state of the journal in `folder` (with `state`: remember it, the least recently
+    used one forgotten beyond a few). Only read and updated under the journal's lock."""
+    with _cache_lock:
+        found = _cache.pop(folder, None) if state is None else state
+        if found is not None:
+            _cache[folder] = found
+            while len(_cache) > _CACHE_SIZE:
+                _cache.pop(next(iter(_cache)))
+        return found
+
+
 class Journal:
-    """The journal of one workspace. Methods other than `entries` and `open` expect the lock to be held."""
+    """The journal of one workspace. Methods other than `entries`, `before_bytes` and `open` expect the
+    lock to be held."""
 
     def __init__(self, folder: str, roots: tuple[str, ...], settings: JournalSettings) -> None:
         self.folder = folder
         self.roots = roots
         self.settings = settings.bounded()
-        self.index = os.path.join(folder, "index")
-        self.blobs = os.path.join(folder, "blobs")
+        self._lock_id: tuple[int, int] | None = None  # the lock file's identity while we hold it
+        self._view: _State | None = None
 
     # -- finding and creating -------------------------------------------------------------------------
 
@@ -188,7 +273,8 @@ class Journal:
 
     def _create(self) -> None:
         _evict_journals(keep=self.folder)
-        _write_file(os.path.join(self.folder, "meta.json"), json.dumps({"roots": list(self.roots)}).encode())
+        durable.write_private(os.path.join(self.folder, "meta.json"), json.dumps({"roots": list(self.roots)}).encode())
+        durable._fsync_path(journal_root())
 
     # -- locking --------------------------------------------------------------------------------------
 
@@ -196,122 +282,196 @@ class Journal:
     def locked(self) -> Iterator[None]:
         """Hold the journal's exclusive lock (blocking). A journal evicted while we waited is re-created."""
         path = os.path.join(self.folder, "lock")
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         for _ in range(8):
-            _private_dirs(self.folder, self.blobs)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:
+                _private_dirs(self.folder)
+                fd = os.open(path, flags, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                if _same_file(fd, path):
+                self._lock_id = durable.same_file(fd, path)
+                if self._lock_id is not None:
                     if not os.path.exists(os.path.join(self.folder, "meta.json")):
                         self._create()
                     yield
                     return
             finally:
+                self._lock_id = None
                 os.close(fd)
         raise OSError(f"could not lock the edit journal {self.folder}")
 
     # -- reading --------------------------------------------------------------------------------------
 
     def entries(self) -> list[Entry]:
-        """The live entries, oldest first. A torn last line and malformed lines are skipped."""
-        return self._read()[0]
+        """The live entries, oldest first. A torn last record is skipped."""
+        return self._state().live()
 
-    def _read(self) -> tuple[list[Entry], int]:
-        """(live entries, the next id)."""
+    def _state(self) -> _State:
+        """The journal's records, read up to date. Under the lock this process's cached state is caught up
+        with what was appended since (a stat of the last segment and of the next name when nothing was);
+        without it, everything is read afresh and nothing cached."""
+        if self._lock_id is None:
+            self._view = self._load(None)
+            return self._view
+        state = _cached(self.folder)
+        if state is None or state.lock_id != self._lock_id or not self._catch_up(state):
+            state = self._load(self._lock_id)
+        self._view = _cached(self.folder, state)
+        return state
+
+    def _segment(self, number: int) -> str:
+        return os.path.join(self.folder, f"{number}{SEGMENT_SUFFIX}")
+
+    def _load(self, lock_id: tuple[int, int] | None) -> _State:
+        state = _State(lock_id)
         try:
-            with open(self.index, "rb") as handle:
-                raw = handle.read(MAX_INDEX_BYTES)
+            names = os.listdir(self.folder)
         except FileNotFoundError:
-            return [], 1
-        entries: dict[int, Entry] = {}
-        top = 0
-        for line in raw.split(b"\n")[:-1]:  # the last piece is empty or a torn line
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(record, dict):
-                continue
-            if isinstance(record.get("next"), int):
-                top = max(top, record["next"] - 1)
-            elif isinstance(record.get("void"), int):
-                entries.pop(record["void"], None)
-                top = max(top, record["void"])
-            elif (entry := Entry.parse(record)) is not None:
-                entries[entry.id] = entry
-                top = max(top, entry.id)
-        return sorted(entries.values(), key=lambda e: e.id), top + 1
+            return state
+        for number in sorted(n for n in map(_segment_number, names) if n is not None):
+            state.segments[number] = _Segment(number)
+            self._read_on(state, state.segments[number])
+        return state
+
+    def _catch_up(self, state: _State) -> bool:
+        """Read what was appended to the last segment since `state` was taken; False when more changed
+        than that (a new segment, a cut, a journal removed and made anew) and it must be read afresh."""
+        last = state.last()
+        if last is None or os.path.exists(self._segment(last.number + 1)):
+            return False
+        try:
+            size = os.stat(self._segment(last.number), follow_symlinks=False).st_size
+        except FileNotFoundError:
+            return False
+        if size < last.end:
+            return False
+        if size > last.end:
+            self._read_on(state, last)
+        return True
+
+    def _read_on(self, state: _State, segment: _Segment) -> None:
+        """Take in the whole records of `segment` after those already read."""
+        try:
+            fd = os.open(self._segment(segment.number), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        try:
+            size = os.fstat(fd).st_size
+            for stop, header, blob in durable.scan_records(fd, segment.end, size):
+                state.apply(segment, header, blob)
+                segment.end = stop
+        finally:
+            os.close(fd)
 
     def before_bytes(self, entry: Entry) -> bytes | None:
         """The content the edit replaced; None when the file did not exist. Raises if it was not kept."""
         if entry.created:
             return None
-        with open(self._blob(entry.id), "rb") as handle:
-            data = handle.read(entry.before_size + 1)
-        if len(data) != entry.before_size or digest(data) != entry.before_sha:
+        view = self._view if self._view is not None and entry.id in self._view.blobs else self._load(None)
+        if entry.id not in view.blobs:
+            raise OSError(f"edit {entry.id} is no longer in the journal")
+        number, blob = view.blobs[entry.id]
+        fd = os.open(self._segment(number), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            data = durable.read_blob(fd, blob)
+        finally:
+            os.close(fd)
+        if data is None or len(data) != entry.before_size or digest(data) != entry.before_sha:
             raise OSError(f"the journal's copy of the content before edit {entry.id} is damaged")
         return data
 
     # -- writing (under the lock) ---------------------------------------------------------------------
 
     def record(self, tool: str, path: str, before: Snapshot, after: bytes | None, undoes: int | None = None) -> Entry:
-        """Keep `before` (the file's content now) and append the entry of an edit that will write `after`."""
-        _, next_id = self._read()
+        """`begin`, then make the record durable at once."""
+        entry, sync = self.begin(tool, path, before, after, undoes)
+        sync()
+        return entry
+
+    def begin(
+        self, tool: str, path: str, before: Snapshot, after: bytes | None, undoes: int | None = None
+    ) -> tuple[Entry, Callable[[], None]]:
+        """Keep `before` (the file's content now) with the entry of an edit that will write `after`: one
+        record, appended now, which also carries the new floor (evicting the oldest entries). Returns the
+        entry and the record's sync, which must have run before the edit's new content can become visible;
+        the writer runs it beside its own fsync (`durable.fsync_together`), so one commit can cover both."""
+        state = self._state()
         kept = before.sha is None or (before.data is not None and before.size <= self.settings.max_bytes)
         entry = Entry(
-            next_id, time.time(), tool, path, before.sha, before.size, digest(after),
+            state.top + 1, time.time(), tool, path, before.sha, before.size, digest(after),
             0 if after is None else len(after), kept, undoes,
         )
-        if before.sha is not None and kept:
-            _write_file(self._blob(entry.id), before.data or b"")
-        self._append(asdict(entry))
-        self._compact()
-        return entry
+        blob = (before.data or b"") if before.sha is not None and kept else b""
+        return entry, self._append(state, {**vars(entry), "floor": self._floor(state, entry)}, blob)
 
     def void(self, entry_id: int) -> None:
         """Mark an entry whose write failed: it never happened."""
-        self._append({"void": entry_id})
+        self._append(self._state(), {"void": entry_id}, b"")()
 
-    def _blob(self, entry_id: int) -> str:
-        return os.path.join(self.blobs, f"{entry_id}.blob")
+    def _floor(self, state: _State, new: Entry) -> int:
+        """The lowest id to keep once `new` is recorded: the newest entries within the count and size
+        bounds. A voided entry's copy counts toward the size (it is on disk until its segment goes)."""
+        count, total = state.count + 1, state.total + _kept_size(new)
+        limit = self.settings
+        for entry in state.entries.values():  # oldest first
+            if count <= limit.max_entries and total <= limit.max_bytes:
+                return entry.id
+            count, total = count - (entry.id not in state.voided), total - _kept_size(entry)
+        return new.id
 
-    def _append(self, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
-        fd = os.open(self.index, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    def _append(self, state: _State, record: dict, blob: bytes) -> Callable[[], None]:
+        """Append one record to the last segment, or to a new one once it holds a quarter of the bounds,
+        and return its sync: fdatasync, and a directory fsync for a new segment's name."""
+        header = json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogateescape")
+        last = state.last()
+        roll = last is None or last.records * 4 >= self.settings.max_entries or last.end >= self._segment_bytes()
+        segment = _Segment(last.number + 1 if last else 1) if roll or last is None else last
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_EXCL if roll else 0)
+        fd = os.open(self._segment(segment.number), flags, 0o600)
         try:
-            _cut_torn_tail(fd)
-            durable._write_all(fd, line)
-            os.fsync(fd)
-        finally:
+            if not roll and os.fstat(fd).st_size != segment.end:
+                os.ftruncate(fd, segment.end)  # a record torn by a writer that died (or failed) mid-append
+            stop, where = durable.append_record(fd, segment.end, header, blob, sync=False)
+        except BaseException:
             os.close(fd)
+            raise
+        if roll:
+            state.segments[segment.number] = segment
+        state.apply(segment, header, where)
+        segment.end = stop
+        return durable.DeferredSync(fd, self.folder if roll else None, lambda: self._drop_dead(state, sweep=roll)).run
 
-    def _compact(self) -> None:
-        """Evict the oldest entries beyond the bounds, drop tombstones, sweep orphan blobs and temp files."""
-        entries, next_id = self._read()
-        limit, total = self.settings, sum(e.before_size for e in entries if e.kept and not e.created)
-        keep = list(entries)
-        while keep and (len(keep) > limit.max_entries or total > limit.max_bytes) and len(keep) > 1:
-            gone = keep.pop(0)
-            if gone.kept and not gone.created:
-                total -= gone.before_size
-        if len(keep) != len(entries) or self._has_tombstones():
-            lines = [json.dumps({"next": next_id})] + [json.dumps(asdict(e), ensure_ascii=False) for e in keep]
-            _write_file(self.index, ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
-        self._sweep({f"{e.id}.blob" for e in keep if e.kept and not e.created})
+    def _segment_bytes(self) -> int:
+        """A segment's size bound: a quarter of the journal's, so evicted copies linger on disk only in the
+        oldest segment still in use, but not so small that every edit starts a segment (each costs a
+        directory fsync)."""
+        return max(self.settings.max_bytes // 4, MIN_SEGMENT_BYTES)
 
-    def _has_tombstones(self) -> bool:
-        try:
-            with open(self.index, "rb") as handle:
-                return b'{"void"' in handle.read(MAX_INDEX_BYTES)
-        except FileNotFoundError:
-            return False
-
-    def _sweep(self, wanted: set[str]) -> None:
-        for folder, names in ((self.blobs, wanted), (self.folder, {"index", "lock", "meta.json", "blobs"})):
-            for name in os.listdir(folder):
-                if name not in names:
+    def _drop_dead(self, state: _State, *, sweep: bool) -> None:
+        """Remove the segments whose every entry is below the floor (the last one stays: it holds the
+        highest id). No directory fsync: a removed segment that a crash brings back is still below the
+        floor. When `sweep`, stray files (a temporary file of a crashed writer) go too."""
+        newest = max(state.segments)
+        for number in [n for n, s in state.segments.items() if n != newest and s.top < state.floor]:
+            del state.segments[number]
+            with contextlib.suppress(OSError):
+                os.unlink(self._segment(number))
+        if sweep:
+            for name in os.listdir(self.folder):
+                if name not in ("lock", "meta.json") and _segment_number(name) is None:
                     with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(folder, name))
+                        os.unlink(os.path.join(self.folder, name))
+
+
+def _kept_size(entry: Entry) -> int:
+    return entry.before_size if entry.kept and not entry.created else 0
+
+
+def _segment_number(name: str) -> int | None:
+    stem = name[: -len(SEGMENT_SUFFIX)] if name.endswith(SEGMENT_SUFFIX) else ""
+    return int(stem) if stem.isdigit() and stem == str(int(stem)) else None
 
 
 def journaled(
@@ -320,28 +480,33 @@ def journaled(
     after: bytes | None,
     tool: str,
     settings: JournalSettings,
-    write: Callable[[], WriteOutcome],
+    write: Callable[[Callable[[], None] | None], WriteOutcome],
 ) -> WriteOutcome:
     """Run `write` (which makes the file at `loc` hold `after`) with the file's current content journaled
-    first, under the journal's lock. A journal that cannot be written is logged and the edit goes ahead."""
+    first, under the journal's lock. `write` gets the journal record's sync (None when nothing was
+    journaled), to run before the new content becomes visible (`Workspace.write_atomic`'s `sync_with`).
+    A journal that cannot be written is logged and the edit goes ahead."""
     try:
         journal = Journal.open([r.path for r in ws.roots], settings)
     except OSError as exc:
         logger.warning("edit journal unavailable (%s); %s was edited without a journal entry", exc, loc.shown)
         journal = None
     if journal is None:
-        return write()
+        return write(None)
     with journal.locked():
         try:
-            entry = journal.record(tool, ws.edit_key(loc), read_snapshot(ws, loc, journal.settings.max_bytes), after)
+            entry, sync = journal.begin(tool, ws.edit_key(loc), read_snapshot(ws, loc, journal.settings.max_bytes), after)
         except OSError as exc:
             logger.warning("could not journal the edit of %s (%s); it goes ahead unjournaled", loc.shown, exc)
-            return write()
+            return write(None)
         try:
-            return write()
+            return write(sync)
         except BaseException:
+            sync()
             journal.void(entry.id)
             raise
+        finally:
+            sync()
 
 
 @dataclass(frozen=True)
@@ -384,15 +549,21 @@ def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | 
         restore = journal.before_bytes(edit)
         if digest(restore) == now.sha:
             return Undone(edit, None, tuple(skipped))
-        record = journal.record("undo", chosen.path, now, restore, undoes=edit.id)
+        record, sync = journal.begin("undo", chosen.path, now, restore, undoes=edit.id)
         try:
             if restore is None:
+                sync()
                 ws.remove_file(loc, expect=now.st)
             else:
-                ws.write_atomic(loc, restore, create_parents=True, must_not_exist=now.st is None, expect=now.st)
+                ws.write_atomic(
+                    loc, restore, create_parents=True, must_not_exist=now.st is None, expect=now.st, sync_with=sync
+                )
         except BaseException:
+            sync()
             journal.void(record.id)
             raise
+        finally:
+            sync()
         return Undone(edit, record, tuple(skipped))
 
 
@@ -438,7 +609,8 @@ def _changed_since(shown: str, last: Entry) -> ToolError:
 
 
 def _known_journals() -> list[tuple[float, str, list[str]]]:
-    """(last use, folder, roots) of every journal in the state directory (at most a bounded number)."""
+    """(last use, folder, roots) of every journal in the state directory (at most a bounded number); the
+    last use is the time its newest segment was written."""
     found = []
     try:
         names = os.listdir(journal_root())
@@ -449,7 +621,7 @@ def _known_journals() -> list[tuple[float, str, list[str]]]:
         try:
             with open(os.path.join(folder, "meta.json"), "rb") as handle:
                 roots = json.loads(handle.read(1 << 20))["roots"]
-            used = os.stat(os.path.join(folder, "index")).st_mtime if os.path.exists(os.path.join(folder, "index")) else 0.0
+            used = max((os.stat(os.path.join(folder, n)).st_mtime for n in os.listdir(folder) if _segment_number(n) is not None), default=0.0)
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if isinstance(roots, list) and all(isinstance(r, str) for r in roots):
@@ -462,34 +634,7 @@ def _evict_journals(keep: str) -> None:
     known = sorted(_known_journals())
     for _, folder, _ in known[: max(len(known) - MAX_JOURNALS + 1, 0)]:
         if folder != keep:
-            _remove_journal(folder)
-
-
-def _remove_journal(folder: str) -> None:
-    path = os.path.join(folder, "lock")
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return
-    try:
-        for sub in ("blobs", ""):
-            where = os.path.join(folder, sub)
-            for name in os.listdir(where) if os.path.isdir(where) else []:
-                if name != "blobs" and name != "lock":
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(where, name))
-        with contextlib.suppress(OSError):
-            os.rmdir(os.path.join(folder, "blobs"))
-        os.unlink(path)  # last: a waiter that then locks the unlinked file sees it is gone and starts afresh
-        with contextlib.suppress(OSError):
-            os.rmdir(folder)
-    finally:
-        os.close(fd)
+            durable.remove_locked_folder(folder)
 
 
 def _private_dirs(*paths: str) -> None:
@@ -498,40 +643,3 @@ def _private_dirs(*paths: str) -> None:
     for path in (journal_root(), *paths):
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, 0o700)
-
-
-def _same_file(fd: int, path: str) -> bool:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
-
-
-def _cut_torn_tail(fd: int) -> None:
-    """Drop a last line left without its newline by a writer that died mid-append."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return
-    start = max(size - MAX_INDEX_BYTES, 0)
-    data = os.pread(fd, size - start, start)
-    cut = data.rfind(b"\n")
-    os.ftruncate(fd, start + cut + 1 if cut >= 0 else start)
-
-
-def _write_file(path: str, data: bytes) -> None:
-    """Crash-safe creation or replacement of a private file: temp file, fsync, rename, fsync the folder."""
-    folder, name = os.path.split(path)
-    tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        durable._write_all(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    durable._fsync_path(folder)

@@ -101,6 +101,7 @@ class Writes:
         must_not_exist: bool = False,
         mode: int | None = None,
         expect: os.stat_result | None = None,
+        sync_with: Callable[[], None] | None = None,
     ) -> WriteOutcome:
         """Replace (or create) a file atomically: temp file beside it, fsync, rename over it.
 
@@ -108,6 +109,8 @@ class Writes:
         A symlink at the target is followed only if it resolves inside a root; the real file is replaced.
         `expect` (the stat of the file as it was read) refuses the write if the file was replaced or changed
         on disk since; `must_not_exist` never replaces a file that appears meanwhile (hard-link, not rename).
+        `sync_with` (the edit journal's record sync) runs beside the temp file's fsync and is done before the
+        rename, or before an in-place write begins.
         """
         parent_fd, root, parent_rel, name = self._parent_of(loc, create=create_parents)
         try:
@@ -129,7 +132,8 @@ class Writes:
                         raise ToolError(f"Symlink target is not a regular file: {loc.shown}", ErrorKind.FILE_WRITE_FAILURE)
                     real = Location(target.root, target.rel, target.path)
                 return self.write_atomic(
-                    real, data, create_parents=False, must_not_exist=must_not_exist, mode=mode, expect=expect
+                    real, data, create_parents=False, must_not_exist=must_not_exist, mode=mode, expect=expect,
+                    sync_with=sync_with,
                 )
             if st is not None and stat.S_ISDIR(st.st_mode):
                 raise ToolError(f"Path is a directory, not a file: {loc.shown}", ErrorKind.TARGET_IS_DIRECTORY)
@@ -157,9 +161,12 @@ class Writes:
                 )
             target = os.path.join(self.roots[root].path, rel)
             if st is not None and not durable.rename_keeps_identity(st):
-                self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect)
+                self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect, sync_with)
             else:
-                self._replace(parent_fd, name, data, perm, st, shown, target, no_replace=must_not_exist, expect=expect)
+                self._replace(
+                    parent_fd, name, data, perm, st, shown, target, no_replace=must_not_exist, expect=expect,
+                    sync_with=sync_with,
+                )
             return WriteOutcome(shown, created=st is None, previous_mode=stat.S_IMODE(st.st_mode) if st else None)
         finally:
             if parent_fd >= 0:
@@ -177,6 +184,7 @@ class Writes:
         *,
         no_replace: bool = False,
         expect: os.stat_result | None = None,
+        sync_with: Callable[[], None] | None = None,
     ) -> None:
         # The temp name is cut by bytes, not characters (200 characters of a multibyte name overflowed
         # NAME_MAX: "Path is too long"). O_EXCL|O_NOFOLLOW never opens a planted file or symlink; a name
@@ -203,12 +211,12 @@ class Writes:
                     os.fchmod(fd, perm)
                 carried = old is None or durable.carry_over(parent_fd, name, fd, old)
                 if carried:
-                    os.fsync(fd)
+                    durable.fsync_together(fd, sync_with)
             finally:
                 os.close(fd)
             if not carried:
                 os.unlink(tmp, dir_fd=parent_fd)
-                self._write_in_place(parent_fd, name, data, perm, old, shown, target, expect)
+                self._write_in_place(parent_fd, name, data, perm, old, shown, target, expect, sync_with)
                 return
             if expect is not None:  # once more, as late as possible: the temp file took time to write
                 try:
@@ -240,6 +248,7 @@ class Writes:
         shown: str,
         target: str,
         expect: os.stat_result | None,
+        sync_with: Callable[[], None] | None = None,
     ) -> None:
         """Rewrite the file itself (same inode: its links, owner and attributes stay), crash-safe through a
         recovery record of its old bytes (see `durable`)."""
@@ -250,6 +259,8 @@ class Writes:
         try:
             st = os.fstat(fd)
             _check_unchanged(st, expect if expect is not None else old, shown)
+            if sync_with is not None:
+                sync_with()
             record = durable.save_old(target, fd, st)
             try:
                 durable.write_in_place(fd, data)

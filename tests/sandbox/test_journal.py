@@ -4,7 +4,6 @@ lines, the refusal of an undo over a later change, and the journal's absence whe
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ def edit(ws: Workspace, path: Path, data: bytes | None, settings: jr.JournalSett
     """A journaled write of `data` to `path` (the way write_file and replace write)."""
     loc = ws.locate(str(path))
     return jr.journaled(ws, loc, data, tool, settings or jr.JournalSettings(),
-                        lambda: ws.write_atomic(loc, data, create_parents=True))
+                        lambda sync: ws.write_atomic(loc, data, create_parents=True, sync_with=sync))
 
 
 def book(ws: Workspace, settings: jr.JournalSettings | None = None) -> jr.Journal:
@@ -112,7 +111,8 @@ def test_count_bound_evicts_the_oldest(root: Path, state: Path) -> None:
             edit(ws, f, f"v{n}".encode(), settings)
         j = book(ws, settings)
         assert [e.id for e in j.entries()] == [4, 5, 6]
-        assert sorted(os.listdir(j.blobs)) == ["4.blob", "5.blob", "6.blob"]
+        # the evicted entries' segments are gone from disk, their content with them
+        assert sorted(n for n in os.listdir(j.folder) if n.endswith(".seg")) == ["4.seg", "5.seg", "6.seg"]
         edit(ws, f, b"next", settings)
         assert [e.id for e in j.entries()] == [5, 6, 7]  # ids never go back
 
@@ -144,7 +144,7 @@ def test_a_failed_write_leaves_no_entry(root: Path, state: Path) -> None:
     with _ws(root) as ws:
         loc = ws.locate(str(f))
 
-        def failing():
+        def failing(sync):
             raise ToolError("disk on fire", ErrorKind.FILE_WRITE_FAILURE)
 
         with pytest.raises(ToolError):
@@ -154,17 +154,35 @@ def test_a_failed_write_leaves_no_entry(root: Path, state: Path) -> None:
         assert [e.id for e in jr.history(book(ws))] == [2]
 
 
-def test_a_torn_last_line_is_skipped_and_cut_by_the_next_writer(root: Path, state: Path) -> None:
+def test_a_torn_last_record_is_skipped_and_cut_by_the_next_writer(root: Path, state: Path) -> None:
     f = root / "a"
     with _ws(root) as ws:
         edit(ws, f, b"1")
         j = book(ws)
-        with open(j.index, "ab") as handle:
-            handle.write(b'{"id": 2, "time": 1, "tool": "t", "pa')
+        segment = Path(j.folder) / "1.seg"
+        whole = segment.read_bytes()
+        header = b'{"id": 2, "time": 1, "tool": "t", "path": "x"}'
+        torn = durable.pack_prefix(header, b"content") + b"cont"  # killed in the middle of the blob
+        with open(segment, "ab") as handle:
+            handle.write(torn)
         assert [e.id for e in j.entries()] == [1]
         edit(ws, f, b"2")
-        lines = Path(j.index).read_bytes().splitlines()
-        assert all(json.loads(line) for line in lines) and [e.id for e in j.entries()] == [1, 2]
+        assert segment.read_bytes().startswith(whole) and torn not in segment.read_bytes()
+        assert [e.id for e in j.entries()] == [1, 2]
+
+
+def test_a_garbled_last_record_is_skipped(root: Path, state: Path) -> None:
+    """Whole in length but not in content (a power loss can leave an appended range zeroed)."""
+    f = root / "a"
+    f.write_bytes(b"v0")
+    with _ws(root) as ws:
+        edit(ws, f, b"v1")
+        edit(ws, f, b"v2")
+        segment = Path(book(ws).folder) / "1.seg"
+        data = bytearray(segment.read_bytes())
+        data[-1] ^= 0xFF  # the last byte of the last record's blob
+        segment.write_bytes(bytes(data))
+        assert [e.id for e in book(ws).entries()] == [1]
 
 
 def test_an_entry_whose_write_never_happened_is_skipped_by_undo(root: Path, state: Path) -> None:

@@ -4,7 +4,7 @@ locked plan -> confirm -> write sequence, and the result both tools return."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -202,10 +202,10 @@ class EditTool(Tool):
 
 def apply(ws: Workspace, plan: Plan) -> WriteOutcome:
     """Write the plan; the content it replaces is journaled first (unless `--no-journal`)."""
-    def write() -> WriteOutcome:
+    def write(sync: Callable[[], None] | None) -> WriteOutcome:
         return ws.write_atomic(
             plan.loc, plan.data, create_parents=True, must_not_exist=plan.must_not_exist,
-            expect=plan.expect,  # type: ignore[arg-type]
+            expect=plan.expect, sync_with=sync,  # type: ignore[arg-type]
         )
 
     settings = plan.journal or EditOptions().journal_settings
