@@ -25,17 +25,11 @@ import threading
 import time
 
 from coretools.errors import ErrorKind, PathError, ToolError
+from coretools.sandbox import kernel
 
 MAX_FILES = 128
 MAX_BYTES = 512 * 1024 * 1024
 MAX_AGE = 24 * 3600.0
-
-_O_PATH = getattr(os, "O_PATH", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_O_NOCTTY = getattr(os, "O_NOCTTY", 0)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 _areas: dict[str, ScratchArea] = {}  # by directory path (as made and canonical)
 _areas_lock = threading.Lock()
@@ -50,7 +44,7 @@ class ScratchArea:
         os.chmod(path, 0o700)
         self.path = os.path.realpath(path)
         self.max_files, self.max_bytes, self.max_age = max_files, max_bytes, max_age
-        self.fd = os.open(self.path, (_O_PATH or os.O_RDONLY) | _O_DIRECTORY | _O_CLOEXEC)
+        self.fd = os.open(self.path, (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY | kernel.O_CLOEXEC)
         self._in_use: set[str] = set()
         self._lock = threading.Lock()
         self._keys = {path, self.path}
@@ -62,7 +56,7 @@ class ScratchArea:
         """A new empty file, opened for writing; returns `(fd, path)`. The bounds are applied first."""
         self.prune()
         name = f"{label}-{secrets.token_hex(16)}{suffix}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | kernel.O_NOFOLLOW | kernel.O_CLOEXEC
         fd = os.open(os.path.join(self.path, name), flags, 0o600)
         return fd, os.path.join(self.path, name)
 
@@ -156,7 +150,9 @@ def open_saved(path: str, flags: int) -> tuple[int, os.stat_result]:
     if found is None:
         raise PathError(f"File not found: {path}", ErrorKind.FILE_NOT_FOUND)
     area, name = found
-    open_flags = flags | _O_NOFOLLOW | _O_CLOEXEC | (0 if flags & _O_PATH else _O_NONBLOCK | _O_NOCTTY)
+    open_flags = flags | kernel.O_NOFOLLOW | kernel.O_CLOEXEC
+    if not flags & kernel.O_PATH:
+        open_flags |= kernel.O_NONBLOCK | kernel.O_NOCTTY
     try:
         fd = os.open(name, open_flags, dir_fd=area.fd)
     except OSError as exc:
