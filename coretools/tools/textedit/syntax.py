@@ -78,7 +78,10 @@ def _check_python(text: str) -> tuple[int, str] | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            ast.parse(text)
+            # On a syntax error CPython opens the "file name" to quote the bad line; the default name,
+            # "<unknown>", is looked up in the server's working directory (and read, if such a file exists)
+            # on every failed parse. An empty name is never a file; the line comes from the text instead.
+            ast.parse(text, filename="")
         except SyntaxError as exc:
             return exc.lineno or 1, exc.msg
         except ValueError as exc:  # e.g. a NUL character
