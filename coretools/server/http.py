@@ -42,7 +42,7 @@ from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from coretools.server.config import ServerConfig
-from coretools.server.http_asgi import header, request_path, send_body, send_json_error
+from coretools.server.http_asgi import header, is_mcp_post, normal_path, request_path, send_body, send_json_error
 
 logger = logging.getLogger("coretools.http")
 
@@ -234,7 +234,7 @@ class RequestGate:
         self._origins = [o.lower() for o in security.allowed_origins]
         self._token = token.encode() if token is not None else None
         self._stats = stats
-        self._path = path.rstrip("/") or "/"
+        self._path = normal_path(path)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -315,7 +315,7 @@ class SessionCapNotice:
 
     def __init__(self, app: Any, path: str, max_sessions: int, idle_timeout: float | None, stats: Any = None) -> None:
         self.app = app
-        self.path = path.rstrip("/") or "/"
+        self.path = normal_path(path)
         self._stats = stats
         expiry = f"a session unused for {idle_timeout:g} s expires" if idle_timeout else "sessions do not expire"
         self.message = (
@@ -324,12 +324,7 @@ class SessionCapNotice:
         )
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") != "POST"
-            or request_path(scope) != self.path
-            or header(scope, b"mcp-session-id") is not None
-        ):
+        if not is_mcp_post(scope, self.path, in_session=False):
             await self.app(scope, receive, send)
             return
         replaced = False

@@ -15,19 +15,43 @@ def header(scope: dict, name: bytes) -> bytes | None:
     return None
 
 
+def normal_path(path: str) -> str:
+    """`path` without a trailing slash (`/` stays `/`), the form paths are compared in."""
+    return path.rstrip("/") or "/"
+
+
 def request_path(scope: dict) -> str:
     """The request path without a trailing slash (`/` stays `/`), for comparing with the MCP path."""
-    return scope.get("path", "").rstrip("/") or "/"
+    return normal_path(scope.get("path", ""))
+
+
+def is_mcp_post(scope: dict, path: str, *, in_session: bool) -> bool:
+    """Is this a POST to the MCP path `path` (normalised) that names a session (`Mcp-Session-Id`), or, if
+    not `in_session`, one that names none?"""
+    return (
+        scope["type"] == "http"
+        and scope.get("method") == "POST"
+        and request_path(scope) == path
+        and (header(scope, b"mcp-session-id") is not None) == in_session
+    )
 
 
 async def send_json_error(
-    send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]], *, code: int = -32001, data: Any = None
+    send: Any,
+    status: int,
+    message: str,
+    headers: list[tuple[bytes, bytes]],
+    *,
+    code: int = -32001,
+    data: Any = None,
+    request_id: Any = None,
 ) -> None:
-    """A JSON-RPC error with no request id, which MCP clients show, as an HTTP response with `status`."""
+    """A JSON-RPC error (by default with no request id, which MCP clients show) as an HTTP response with
+    `status`."""
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
     await send_body(send, status, body, [(b"content-type", b"application/json"), *headers])
 
 

@@ -27,10 +27,10 @@ from coretools.server.http_asgi import (
     buffer_body,
     cancelled_ids,
     header,
+    is_mcp_post,
     json_messages,
+    normal_path,
     request_ids,
-    request_path,
-    send_body,
     send_json_error,
 )
 
@@ -57,15 +57,10 @@ class CancelOnDisconnect:
 
     def __init__(self, app: Any, path: str) -> None:
         self.app = app
-        self.path = path.rstrip("/") or "/"
+        self.path = normal_path(path)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") != "POST"
-            or request_path(scope) != self.path
-            or header(scope, b"mcp-session-id") is None
-        ):
+        if not is_mcp_post(scope, self.path, in_session=True):
             await self.app(scope, receive, send)
             return
         body, replay = await buffer_body(receive, MAX_BODY_BYTES)
@@ -197,17 +192,12 @@ class CancelByCaller:
 
     def __init__(self, app: Any, path: str, *, keyed_on_token: bool, calls: RunningCalls | None = None) -> None:
         self.app = app
-        self.path = path.rstrip("/") or "/"
+        self.path = normal_path(path)
         self.keyed_on_token = keyed_on_token
         self.calls = calls if calls is not None else RunningCalls()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") != "POST"
-            or request_path(scope) != self.path
-            or header(scope, b"mcp-session-id") is not None
-        ):
+        if not is_mcp_post(scope, self.path, in_session=False):
             await self.app(scope, receive, send)
             return
         body, replay = await buffer_body(receive, MAX_BODY_BYTES)
@@ -262,6 +252,4 @@ async def _end_cancelled_response(send: Any, started: bool, request_id: Any) -> 
     if started:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         return
-    error = {"code": REQUEST_CANCELLED, "message": "Request cancelled"}
-    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-    await send_body(send, 200, body, [(b"content-type", b"application/json")])
+    await send_json_error(send, 200, "Request cancelled", [], code=REQUEST_CANCELLED, request_id=request_id)
