@@ -40,7 +40,7 @@ from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import kernel, ripgrep
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.glob_run import GlobRun
-from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox.ignore import IgnoreOptions, IgnoreRules
 from coretools.sandbox.nofollow import NoFollowView
 from coretools.sandbox.paths import (
     DirEntry,
@@ -48,7 +48,7 @@ from coretools.sandbox.paths import (
     WalkBounds,
     WalkReport,
     dir_entry,
-    protected_reason,
+    protected_name,
     scan_dir,
 )
 from coretools.sandbox.rgglobs import NameFilter
@@ -123,11 +123,7 @@ def walk(
                         if entry.kind not in ("dir", "file"):
                             continue
                         is_dir = entry.kind == "dir"
-                        # parents are visible (pruned otherwise), so the name alone decides
-                        if not ws.allow_protected and protected_reason(entry.name):
-                            report.ignored += 1
-                            continue
-                        if rules.active and rules.decide(entry.rel, is_dir):
+                        if hidden(ws, rules, entry.name, entry.rel, is_dir):
                             report.ignored += 1
                             continue
                         count += 1
@@ -145,11 +141,7 @@ def walk(
                             yield entry
                     for name, rel in reversed(subdirs):
                         try:
-                            sub = os.open(
-                                name,
-                                os.O_RDONLY | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC,
-                                dir_fd=dir_fd,
-                            )
+                            sub = open_subdir(dir_fd, name)
                         except OSError:
                             report.unreadable += 1
                             continue
@@ -159,6 +151,21 @@ def walk(
         finally:
             for fd, _, _ in stack:
                 os.close(fd)
+
+
+def hidden(ws: Workspace, rules: IgnoreRules, name: str, rel: str, is_dir: bool) -> bool:
+    """Does the walk leave out the entry `name` (root-relative `rel`) of a directory it entered: a protected
+    name, or one the ignore rules hide? The parents are visible (an ignored directory is not entered), so
+    the entry's own name and path decide."""
+    if not ws.allow_protected and protected_name(name):
+        return True
+    return rules.active and rules.decide(rel, is_dir)
+
+
+def open_subdir(parent: int, name: str) -> int:
+    """Open the directory `name` beneath the descriptor `parent`, with O_NOFOLLOW: a directory swapped for a
+    link after it was listed is not entered (raises OSError)."""
+    return os.open(name, os.O_RDONLY | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC, dir_fd=parent)
 
 
 def walk_files(

@@ -7,10 +7,10 @@ lists the directories on the way down to it and carries on from there, so a page
 judges plus one listing per directory above the position. The files themselves may change between pages:
 a position is a place in the order, not a reference to a file that must still exist.
 
-Every entry is judged as `walk` judges it: directories opened beneath their parent's descriptor with
-O_NOFOLLOW, symlinks and special files skipped, protected names and ignored paths left out (an ignored
-directory is not entered). Each judged entry is one step, whether it is shown or not, so a caller can bound
-the work of a page by counting steps.
+Every entry is judged by `walk`'s own rules (`walk.hidden`, `walk.open_subdir`): directories opened beneath
+their parent's descriptor with O_NOFOLLOW, symlinks and special files skipped, protected names and ignored
+paths left out (an ignored directory is not entered). Each judged entry is one step, whether it is shown or
+not, so a caller can bound the work of a page by counting steps.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from coretools.sandbox import kernel
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.ignore import IgnoreOptions, IgnoreRules
-from coretools.sandbox.paths import DirEntry, Location, dir_entry, protected_name, scan_dir
+from coretools.sandbox.paths import DirEntry, Location, dir_entry, scan_dir
+from coretools.sandbox.walk import hidden, open_subdir
 
 MAX_DEPTH = 64
 
@@ -97,7 +97,7 @@ class _Walker:
             if (start is not None and item.name <= start) or _is_dir(item):
                 continue
             entry = dir_entry(item, rel)
-            shown = entry.kind == "file" and self._visible(entry.name, entry.rel, False)
+            shown = entry.kind == "file" and not hidden(self.ws, self.rules, entry.name, entry.rel, False)
             yield (entry if shown else None), Position(entry.rel, False)
 
     def _subdirs(self, fd: int, items: list[os.DirEntry], rel: str, depth: int, rest: list[str]) -> Iterator[Step]:
@@ -109,7 +109,7 @@ class _Walker:
                 continue
             sub_rel = f"{rel}/{name}" if rel else name
             inner = rest[1:] if len(rest) > 1 and name == rest[0] else []
-            if self._visible(name, sub_rel, True) and depth + 1 < self.max_depth:
+            if not hidden(self.ws, self.rules, name, sub_rel, True) and depth + 1 < self.max_depth:
                 sub = self._open(fd, name)
                 if sub is not None:
                     yield from self.directory(sub, sub_rel, depth + 1, inner)
@@ -125,16 +125,10 @@ class _Walker:
             return self.resume_subtree and name <= rest[0]
         return name < rest[0]
 
-    def _visible(self, name: str, rel: str, is_dir: bool) -> bool:
-        # The parents are visible (an ignored directory is never entered), so the name alone decides.
-        if not self.ws.allow_protected and protected_name(name):
-            return False
-        return not (self.rules.active and self.rules.decide(rel, is_dir))
-
     @staticmethod
     def _open(parent: int, name: str) -> int | None:
         try:
-            return os.open(name, os.O_RDONLY | kernel.O_DIRECTORY | kernel.O_NOFOLLOW | kernel.O_CLOEXEC, dir_fd=parent)
+            return open_subdir(parent, name)
         except OSError:
             return None
 
