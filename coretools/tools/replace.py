@@ -362,8 +362,8 @@ def _find_either_break(text: str, old_lf: str) -> list[tuple[int, int]]:
     "\\r\\n": searched for in the text with its CRLFs made LF, then mapped back. Linear: a regular expression
     with an optional "\\r" per line would take time proportional to the text times `old_lf`, holding the
     interpreter all along."""
-    if old_lf.endswith("\r"):
-        return _find_ending_in_cr(text, old_lf)
+    if old_lf.endswith("\r") or "\r\n" in old_lf:
+        return _find_with_cr_before_break(text, old_lf)
     spans = _find_all(text.replace("\r\n", "\n"), old_lf)
     ends = iter(_original_indices(text, [i for span in spans for i in span]))
     return list(zip(ends, ends))
@@ -387,14 +387,15 @@ def _original_indices(text: str, positions: list[int]) -> list[int]:
 MAX_CR_SEARCH_WORK = 20_000_000
 
 
-def _find_ending_in_cr(text: str, old_lf: str) -> list[tuple[int, int]]:
-    """`old_lf` ends with a lone "\\r", which may be the first half of one of the file's CRLFs: matched with a
-    regular expression, whose cost (up to the text times `old_lf`) is refused past a bound."""
+def _find_with_cr_before_break(text: str, old_lf: str) -> list[tuple[int, int]]:
+    """`old_lf` has a lone "\\r" at its end or before one of its line breaks, which may be the first half of one
+    of the file's CRLFs (and is gone once they are made LF): matched with a regular expression, whose cost (up
+    to the text times `old_lf`) is refused past a bound."""
     if len(text) * len(old_lf) > MAX_CR_SEARCH_WORK:
         raise ToolError(
-            "old_string ends with a carriage return (\\r) and this file mixes CRLF and LF line endings: such a "
-            "search is too costly in a file this large. Nothing was changed. End old_string at the end of a line "
-            "(without the \\r) or include the line break itself.",
+            "old_string has a carriage return (\\r) at its end or before a line break, and this file mixes CRLF "
+            "and LF line endings: such a search is too costly in a file this large. Nothing was changed. Leave "
+            "the lone \\r out of old_string (end it at the end of a line, or include the line break itself).",
             ErrorKind.INVALID_TOOL_PARAMS,
         )
     pattern = re.compile("\r?\n".join(re.escape(part) for part in old_lf.split("\n")))
