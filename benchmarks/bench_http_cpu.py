@@ -17,6 +17,7 @@ corpus (and an empty edit journal):
     git worktree add /tmp/start23 d739254
     uv run --locked python benchmarks/bench_http_cpu.py --checkout start=/tmp/start23 --checkout main=.
     uv run --locked python benchmarks/bench_http_cpu.py --mix read    # read_file alone: the transport's share
+    uv run --locked python benchmarks/bench_http_cpu.py --mix search  # one kind of call alone (see --help)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -177,8 +179,9 @@ async def measure(checkout: Path, base: Path, args: argparse.Namespace) -> Sampl
         kept, fresh = await anyio.to_thread.run_sync(probe_latency, server.url, probe_call)
         plans = [ClientPlan(i, root, corpus, schemas) for i in range(args.clients)]
         for plan in plans:
-            plan.kinds = [k for k in plan.kinds if args.mix == "all" or k == "read"]
+            plan.kinds = [k for k in plan.kinds if args.mix == "all" or k == args.mix]
         outcomes: list[Outcome] = []
+        spy = _attach_profiler(server.proc.pid, checkout, args.profile) if args.profile else None
         own, children = _cpu(server.proc.pid)
         start = time.perf_counter()
         async with anyio.create_task_group() as tg:
@@ -186,6 +189,9 @@ async def measure(checkout: Path, base: Path, args: argparse.Namespace) -> Sampl
                 tg.start_soon(_client, server.url, args.mode, plan, args.calls, outcomes, 60.0)
         wall = time.perf_counter() - start
         own_after, children_after = _cpu(server.proc.pid)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
     finally:
         server.stop()
     n = len(outcomes)
@@ -200,6 +206,19 @@ async def measure(checkout: Path, base: Path, args: argparse.Namespace) -> Sampl
         kept_alive_ms=kept,
         fresh_ms=fresh,
     )
+
+
+def _attach_profiler(pid: int, checkout: Path, directory: Path) -> subprocess.Popen:
+    """py-spy sampling the server during the load phase only; its flame-graph input (one line per
+    stack, `--format raw`) goes to `directory/<checkout name>-<n>.txt`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    out = directory / f"{checkout.resolve().name}-{len(list(directory.iterdir()))}.txt"
+    spy = subprocess.Popen(
+        ["py-spy", "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--output", str(out), "--gil", "--nonblocking"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)
+    return spy
 
 
 def _span(values: list[float], fmt: str) -> str:
@@ -235,7 +254,9 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20, help="calls per client")
     parser.add_argument("--mode", choices=["legacy", "auto"], default="legacy")
     parser.add_argument("--stateless", action="store_true")
-    parser.add_argument("--mix", choices=["all", "read"], default="all", help="bench_load's mix of tools, or read_file alone (the transport's share)")
+    kinds = sorted({kind for kind, _ in ClientPlan.MIX})
+    parser.add_argument("--mix", choices=["all", *kinds], default="all", help="bench_load's mix of calls, or one kind of them alone (`read`: read_file, the transport's share)")
+    parser.add_argument("--profile", type=Path, metavar="DIR", help="sample each server with py-spy (on PATH: `uv tool install py-spy`) during the load phase; stacks to DIR; its overhead counts in CPU per call")
     parser.add_argument("--client-cpu", type=int, default=0)
     parser.add_argument("--server-cpu", type=int, default=1)
     args = parser.parse_args()

@@ -11,8 +11,9 @@ included, gets in. This module takes over the accept step and the start of each 
   reset at once. A client that sends its request promptly therefore gets in however many stalled
   connections an attacker opens. If the process runs out of descriptors anyway (tools hold them too), the
   listener pauses for a moment instead of spinning and logging.
-- `GuardedH11Protocol` (uvicorn's h11 protocol) closes a connection that has not delivered a complete
-  request, head and body, within `read_timeout` seconds of opening or of its previous response.
+- `GuardedProtocol` (uvicorn's httptools protocol: llhttp, the parser of Node.js, in C) closes a
+  connection that has not delivered a complete request, head and body, within `read_timeout` seconds of
+  opening or of its previous response, and answers 431 to a request head over `MAX_HEAD_BYTES`.
 - `ConnectionStats` counts what was displaced, refused and timed out; the listener logs one summary line
   per interval, and `RateLimitFilter` caps every other repeated log line the same way.
 - `raise_nofile_limit()` lifts the soft descriptor limit towards the hard one, and `connection_cap()`
@@ -34,15 +35,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 logger = logging.getLogger("coretools.http")
 
 ACCEPT_BATCH = 64
 ACCEPT_PAUSE_SECONDS = 0.25
 LISTEN_BACKLOG = 2048  # as uvicorn's own default
+MAX_HEAD_BYTES = 16 * 1024  # a request line and headers, as h11's and Node's default limit
+REFUSAL_LINGER_SECONDS = 1.0
 SUMMARY_INTERVAL_SECONDS = 10.0
 NOFILE_TARGET_MAX = 65536
 RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -90,6 +92,7 @@ class ConnectionStats:
     timed_out: int = 0
     accept_errors: int = 0
     requests_refused: int = 0
+    heads_refused: int = 0
     sessions_refused: int = 0
 
     def take(self) -> dict[str, int]:
@@ -110,6 +113,8 @@ def summary_line(counts: dict[str, int], suppressed: int, seconds: float, cap: i
         parts.append(f"{counts['timed_out']} closed without a complete request after --read-timeout {read_timeout:g} s")
     if counts["accept_errors"]:
         parts.append(f"{counts['accept_errors']} accept errors (out of descriptors?)")
+    if counts["heads_refused"]:
+        parts.append(f"{counts['heads_refused']} requests refused with a head over {MAX_HEAD_BYTES // 1024} KiB")
     if counts["requests_refused"]:
         parts.append(f"{counts['requests_refused']} requests refused (Host, Origin or bearer token)")
     if counts["sessions_refused"]:
@@ -187,9 +192,9 @@ class ConnectionRegistry:
     def __init__(self, cap: int, stats: ConnectionStats) -> None:
         self.cap = cap
         self.stats = stats
-        self._members: set[GuardedH11Protocol] = set()
-        self._waiting: OrderedDict[GuardedH11Protocol, None] = OrderedDict()
-        self._idle: OrderedDict[GuardedH11Protocol, None] = OrderedDict()
+        self._members: set[GuardedProtocol] = set()
+        self._waiting: OrderedDict[GuardedProtocol, None] = OrderedDict()
+        self._idle: OrderedDict[GuardedProtocol, None] = OrderedDict()
 
     @property
     def open(self) -> int:
@@ -208,18 +213,18 @@ class ConnectionRegistry:
         victim.displace()
         return True
 
-    def _displaceable(self) -> GuardedH11Protocol | None:
+    def _displaceable(self) -> GuardedProtocol | None:
         for queue in (self._waiting, self._idle):
             for protocol in queue:
                 if protocol.transport is not None:
                     return protocol
         return None
 
-    def add(self, protocol: GuardedH11Protocol) -> None:
+    def add(self, protocol: GuardedProtocol) -> None:
         self._members.add(protocol)
         self._waiting[protocol] = None
 
-    def mark(self, protocol: GuardedH11Protocol, state: str) -> None:
+    def mark(self, protocol: GuardedProtocol, state: str) -> None:
         if protocol not in self._members:
             return
         if state == BUSY:
@@ -230,33 +235,94 @@ class ConnectionRegistry:
             self._idle[protocol] = None
             self._idle.move_to_end(protocol)
 
-    def discard(self, protocol: GuardedH11Protocol) -> None:
+    def discard(self, protocol: GuardedProtocol) -> None:
         self._members.discard(protocol)
         self._waiting.pop(protocol, None)
         self._idle.pop(protocol, None)
 
 
-# -- the protocol: uvicorn's h11 protocol with a read deadline --------------------------------------------
+# -- the protocol: uvicorn's httptools protocol with a read deadline and a head limit ---------------------
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, plus: a request must arrive in full within `read_timeout` seconds of the
-    connection opening (or of the previous response), and the registry learns when the connection turns
-    busy or idle."""
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, plus: a request must arrive in full within `read_timeout` seconds of
+    the connection opening (or of the previous response), its head must fit in `MAX_HEAD_BYTES`, and the
+    registry learns when the connection turns busy or idle.
+
+    The peer owes us a request while one is partly received (head or body), or while every request it sent
+    has been answered; requests it pipelined are queued by uvicorn and answered in order, so the latest
+    request's response completing means all of them have.
+    """
 
     def __init__(self, *args: Any, registry: ConnectionRegistry, read_timeout: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._registry = registry
         self._read_timeout = read_timeout
         self._read_deadline: asyncio.TimerHandle | None = None
+        self._receiving = False
+        self._head_bytes: int | None = 0  # received of a head still incomplete; None from its end to the request's
+        self._head_size = 0  # request line and headers of the current head, as parsed
+        self._head_refused = False
+        self._refused = False  # answered 431: what else arrives is dropped
+        self._completed = 0  # requests received in full
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm_read_deadline()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        completed = self._completed
         super().data_received(data)
+        if self.transport.is_closing():
+            return
+        if self._head_bytes is not None and self._completed == completed:
+            # The whole chunk went into a head still incomplete (httptools buffers a partial header line
+            # itself, out of our sight). After a request completed in this chunk, the next head's share of
+            # it is unknown and goes uncounted: at most one read's worth.
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse_head()
+                return
         self._after_progress()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._receiving = True
+        self._head_size = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._head_bytes = None
+        super().on_headers_complete()
+
+    def _count_head(self, size: int) -> None:
+        """Stop the parser (an error out of a callback) once a head arriving in one read is over the limit;
+        uvicorn then calls `send_400_response`, which answers 431 instead."""
+        self._head_size += size
+        if self._head_size > MAX_HEAD_BYTES:
+            self._head_refused = True
+            raise ValueError("request head too large")
+
+    def send_400_response(self, msg: str) -> None:
+        if self._head_refused:
+            self._refuse_head()
+        else:
+            super().send_400_response(msg)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._receiving = False
+        self._head_bytes = 0
+        self._completed += 1
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -276,6 +342,24 @@ class GuardedH11Protocol(H11Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.abort()
 
+    def _refuse_head(self) -> None:
+        """Answer 431 and close. The answer is followed by our FIN, then whatever the peer still sends is
+        read and dropped for up to `REFUSAL_LINGER_SECONDS`: closing with unread data would send a reset,
+        which can destroy the answer before the peer reads it."""
+        self._disarm_read_deadline()
+        self._registry.stats.heads_refused += 1
+        self._refused = True
+        body = b"request head too large\n"
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+        )
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self._read_deadline = self.loop.call_later(REFUSAL_LINGER_SECONDS, self.transport.abort)
+        else:
+            self.transport.close()
+
     def _after_progress(self) -> None:
         if not self._waiting_for_request():
             self._disarm_read_deadline()
@@ -287,8 +371,7 @@ class GuardedH11Protocol(H11Protocol):
         return IDLE if self.cycle.response_complete else BUSY
 
     def _waiting_for_request(self) -> bool:
-        """True while the peer still owes us (part of) a request: nothing, part of a head, or part of a body."""
-        return self.conn.their_state in (h11.IDLE, h11.SEND_BODY)
+        return self._receiving or self.cycle is None or self.cycle.response_complete
 
     def _arm_read_deadline(self) -> None:
         if self._read_deadline is None:
@@ -320,7 +403,7 @@ class GuardedListener:
     def __init__(
         self,
         sock: socket.socket,
-        protocol_factory: Callable[[], GuardedH11Protocol],
+        protocol_factory: Callable[[], GuardedProtocol],
         registry: ConnectionRegistry,
         read_timeout: float,
         log_filter: RateLimitFilter | None,
@@ -388,7 +471,7 @@ class GuardedListener:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _connect(self, conn: socket.socket, protocol: GuardedH11Protocol) -> None:
+    async def _connect(self, conn: socket.socket, protocol: GuardedProtocol) -> None:
         try:
             await self._loop.connect_accepted_socket(lambda: protocol, conn)
         except BaseException as exc:
@@ -480,8 +563,8 @@ class GuardedServer(uvicorn.Server):
         listener.start()  # synchronous: nobody sees `started` before the socket listens
         self.servers = [listener]  # type: ignore[list-item]
 
-    def _protocol(self) -> GuardedH11Protocol:
-        return GuardedH11Protocol(
+    def _protocol(self) -> GuardedProtocol:
+        return GuardedProtocol(
             config=self.config,
             server_state=self.server_state,
             app_state=self.lifespan.state,

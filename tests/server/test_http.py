@@ -525,16 +525,18 @@ def test_rate_limit_filter_counts_what_it_drops() -> None:
 
 
 def test_connection_cap_leaves_half_the_descriptors() -> None:
-    from coretools.server.http_guard import connection_cap, summary_line
+    from coretools.server.http_guard import ConnectionStats, connection_cap, summary_line
 
     assert connection_cap(1024, 1024) == 512
     assert connection_cap(100, 1024) == 100
     assert connection_cap(1024, 65536) == 1024
     assert connection_cap(1024, 1) == 1
-    empty = dict.fromkeys(["displaced", "refused", "timed_out", "accept_errors", "requests_refused", "sessions_refused"], 0)
+    empty = ConnectionStats().take()
     assert summary_line(empty, 0, 10, 512, 10, 3) is None
     line = summary_line({**empty, "timed_out": 7}, 2, 10, 512, 10, 3)
     assert line is not None and "7 closed" in line and "2 repeated log lines suppressed" in line
+    line = summary_line({**empty, "heads_refused": 1}, 0, 10, 512, 10, 3)
+    assert line is not None and "1 requests refused with a head over 16 KiB" in line
 
 
 def test_host_and_origin_patterns_need_a_numeric_port() -> None:
