@@ -344,6 +344,7 @@ _RUNNER = Runner("coretools-rg")
 # it (several threads), a line tens of MB long, or a regex compiled to a huge program. rg then aborts (see
 # `RgRun.out_of_memory`) instead of taking the machine's memory.
 RG_DATA_LIMIT = 128 << 20
+RG_PIPE = 1 << 20  # rg's output pipe: fewer wake-ups of reader and writer on a large output
 
 
 @dataclass
@@ -444,8 +445,8 @@ class RgRun:
                 fds.append(fd)
                 argv[1:1] = ["--ignore-file", f"/proc/self/fd/{fd}"]
             spec = RunSpec(
-                argv, cwd=self.cwd, env=_rg_env(), wall_timeout=self.timeout, output_cap=self.max_total,
-                pass_fds=tuple(fds), data_limit=self.data_limit,
+                argv, cwd=self.cwd, env=_RG_ENV, wall_timeout=self.timeout, output_cap=self.max_total,
+                pass_fds=tuple(fds), data_limit=self.data_limit, pipe_size=RG_PIPE,
             )
             on_stderr = self._count_stderr if self.count_in_stderr is not None else None
             self._run = _RUNNER.stream(spec, check=self.check, on_stderr=on_stderr)
@@ -518,28 +519,41 @@ class RecordReader:
 
     def skip_to(self, prefix: bytes, tally: bytes | None = None) -> bytes | RgLine | None:
         """The next record that starts with `prefix` (None if the stream ends first); those before it are
-        read past unparsed, and the ones among them that start with `tally` are counted in `tallied`.
-        Neither prefix may contain `sep`, which no record does either."""
+        read past unparsed. The ones among them that start with `tally` are counted in `tallied` as far as
+        they were passed before more of the stream is read (`on_chunk` sees them; the caller learns the
+        rest from the record returned). Neither prefix may contain `sep`, which no record does either."""
         while len(self._buf) - self._pos < max(len(prefix), len(tally or b"")) and self._more():
             pass  # the record at hand must be long enough to tell what it is
         if self._buf.startswith(prefix, self._pos):
             return next(self, None)
         marker = self.sep + prefix
         counted = self.sep + tally if tally is not None else b""
-        if counted and self._buf.startswith(tally, self._pos):
-            self.tallied += 1
+        first = bool(counted) and self._buf.startswith(tally, self._pos)
         overlap = max(len(marker), len(counted)) - 1  # what may be the start of a prefix cut by the chunk's end
         while True:
             at = self._buf.find(marker, self._pos)
-            end = at if at >= 0 else len(self._buf)
-            if counted:
-                self.tallied += self._buf.count(counted, self._pos, end)
             if at >= 0:
                 self._pos = at + 1
                 return next(self, None)
+            if counted:
+                self.tallied += self._buf.count(counted, self._pos) + first
+                first = False
             self._pos = max(self._pos, len(self._buf) - overlap)  # everything before is counted and passed
             if not self._more():
                 return None
+
+    def take_to(self, prefix: bytes, limit: int) -> bytes | None:
+        """The records before the next one that starts with `prefix`, as they are (each ending with `sep`),
+        if that one is already read and they come to at most `limit` bytes; else None, and nothing is
+        consumed. `prefix` may not contain `sep`."""
+        buf, pos = self._buf, self._pos
+        if buf.startswith(prefix, pos):
+            return b""
+        at = buf.find(self.sep + prefix, pos, pos + limit + len(prefix))
+        if at < 0:
+            return None
+        self._pos = at + 1
+        return buf[pos : at + 1]
 
     @classmethod
     def of(cls, run) -> RecordReader:
@@ -612,8 +626,7 @@ def rg_threads(spare: int = 1) -> int:
     return max(1, min(cpus - spare, 12))
 
 
-def _rg_env() -> dict[str, str]:
-    """The server's environment without ripgrep's own configuration (`RIPGREP_*`), in a UTF-8 locale."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
-    env.setdefault("LC_ALL", "C.UTF-8")
-    return env
+# rg's environment: nothing of the server's. rg runs no other program here (no `--pre`, no `--search-zip`)
+# and takes its configuration from its flags alone (`--no-config`, the ignore files we pass), so it needs
+# none; a copy of the server's, filtered for every run, cost CPU on every search.
+_RG_ENV = {"LC_ALL": "C.UTF-8"}

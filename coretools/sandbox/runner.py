@@ -97,6 +97,7 @@ class RunSpec:
     pass_fds: tuple[int, ...] = ()  # descriptors the child inherits (the sandbox's seccomp filter)
     on_exit: Callable[[Outcome | None], None] | None = None  # called once the run is over, even if cancelled
     data_limit: int | None = None  # bytes of private memory the program may map (see `_limit_memory`)
+    pipe_size: int | None = None  # standard output's pipe buffer, in bytes (see `_widen_pipe`)
 
 
 @dataclass
@@ -320,6 +321,7 @@ class Streamed:
         out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
         out, err = outcome.stdout, outcome.stderr
         deadline = started + spec.wall_timeout if spec.wall_timeout else None
+        read_size = max(1 << 16, spec.pipe_size or 0)
         open_fds = {out_fd, err_fd}
         while open_fds:
             if check is not None:
@@ -333,7 +335,7 @@ class Streamed:
                 wait = min(left, _STREAM_POLL)
             ready, _, _ = select.select(list(open_fds), [], [], wait)
             for fd in ready:
-                chunk = os.read(fd, 1 << 16)
+                chunk = os.read(fd, read_size if fd == out_fd else 1 << 16)
                 if not chunk:
                     open_fds.discard(fd)
                     continue
@@ -393,7 +395,21 @@ def _start(spec: RunSpec, owner: int, cwd_fd: int | None) -> tuple[subprocess.Po
     register(group)
     if spec.data_limit is not None:
         _limit_memory(process.pid, spec.data_limit)
+    if spec.pipe_size is not None and process.stdout is not None:
+        _widen_pipe(process.stdout.fileno(), spec.pipe_size)
     return process, group
+
+
+def _widen_pipe(fd: int, size: int) -> None:
+    """Give the pipe at `fd` a buffer of `size` bytes where the kernel allows (Linux): a program that writes
+    much (ripgrep) blocks less often, and each read takes more at once. Best effort: the system's limits
+    (`/proc/sys/fs/pipe-max-size`, a user's total) may refuse it."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except (OSError, ImportError):
+        pass
 
 
 def _limit_memory(pid: int, data_limit: int) -> None:

@@ -10,6 +10,10 @@ When a `.geminiignore` un-ignores (`!pattern`), ripgrep cannot express our prece
 search still runs on ripgrep: the workspace walk (the pattern engine, exact rules) picks the files, and
 ripgrep searches them named on its command line, a batch at a time.
 
+rg reports files in no particular order when it runs on several threads (as it does), so the lines of a file
+that may be among those shown are kept as rg wrote them, and checked and decoded only for the files still
+shown once rg is done (`RipgrepEngine._confirm_deferred`).
+
 The fallback (no working rg binary, or `--search-engine python`) runs the caller's regex on RE2
 (`search_regex.LineRegex`). Files are decoded as UTF-8 (UTF-16 with a byte-order mark is transcoded, as
 ripgrep does); an invalid byte is one character that `.` matches, where ripgrep's `.` does not.
@@ -17,10 +21,7 @@ ripgrep does); an invalid byte is one character that `.` matches, where ripgrep'
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,245 +35,24 @@ from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
 from coretools.sandbox.walk import walk
 from coretools.tools.search_regex import LineRegex, decode_text
+from coretools.tools.search_reported import (
+    BEGIN,
+    CONTEXT,
+    END,
+    MATCH,
+    Deferral,
+    GatewayCopy,
+    Reported,
+    begin_rel,
+    parse_match,
+)
 from coretools.tools.search_results import Collector, FileLines, Job, Request, Target, show_line
-
-VERIFY_CHARS = 2000  # of a record rg cut for length, the text compared with the gateway's copy
-MAX_LONG_LINE = 16 << 20  # bytes of one line read back to show excerpts of it
 
 
 # -- ripgrep ----------------------------------------------------------------------------------------------
 #
-# rg walks the tree by name, so a directory swapped for a symlink between the gateway's check of the search
-# directory and rg's descent could make rg read a file outside the roots. Nothing rg read is shown: for each
-# file it reports, the file is opened again through the workspace gateway (a contained open of its
-# root-relative path), and each reported line is read from that descriptor at the byte offset rg gives and
-# compared with the line rg reported. Only lines that verify are counted and shown, and the text shown is the
-# gateway's. A file that cannot be opened through the gateway, or a line that differs, is left out and
-# counted as unverified.
-
-_BEGIN = b'{"type":"begin"'
-_MATCH = b'{"type":"match"'
-_CONTEXT = b'{"type":"context"'
-_END = b'{"type":"end"'
-_JSON_STR = rb'"((?:[^"\\]|\\.)*)"'
-_LINE_NUMBER = re.compile(rb'"line_number":(\d+)')
-_OFFSET = re.compile(rb'"absolute_offset":(\d+)')
-_LINES_TEXT = re.compile(rb'"lines":\{"text":"')
-_MATCH_FIELDS = re.compile(
-    rb'"lines":\{"(text|bytes)":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),'
-)
-_MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
-_BEGIN_TEXT = re.compile(rb'^\{"type":"begin","data":\{"path":\{"text":' + _JSON_STR + rb'\}\}\}$')
-UTF8_BOM = b"\xef\xbb\xbf"
-UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
-def _json_text(obj: dict) -> str:
-    if "text" in obj:
-        return obj["text"]
-    return base64.b64decode(obj.get("bytes", "")).decode("utf-8", "surrogateescape")
-
-
-def _begin_path(data: bytes) -> str:
-    m = _BEGIN_TEXT.match(data)
-    if m and b"\\" not in m.group(1):
-        return m.group(1).decode("utf-8", "surrogateescape")
-    return _json_text(json.loads(data)["data"]["path"])
-
-
-def _begin_rel(head: bytes) -> str:
-    """The path a `begin` record names, relative to the directory rg searched."""
-    rel = _begin_path(head)
-    return rel[2:] if rel.startswith("./") else rel
-
-
-def _unescape(raw: bytes) -> bytes | None:
-    """The bytes of a JSON string body as rg wrote it (rg's `text` is valid UTF-8)."""
-    if b"\\" not in raw:
-        return raw
-    if raw.endswith(b"\\n") and b"\\" not in raw[:-2]:
-        return raw[:-2] + b"\n"
-    try:
-        return json.loads(b'"' + raw + b'"').encode("utf-8")
-    except (ValueError, UnicodeEncodeError):
-        return None
-
-
-@dataclass
-class RgMatch:
-    """What rg claims about one matching line: where it is and what it says. `cut`: `data` is only the
-    start of a line too long to keep whole."""
-
-    number: int
-    offset: int
-    data: bytes
-    cut: bool = False
-
-
-def parse_match(line: bytes | ripgrep.RgLine) -> RgMatch | None:
-    """One `match` record of rg's JSON (bytes, or an `RgLine` cut for length), without a full JSON parse in
-    the common case."""
-    if not isinstance(line, bytes):
-        return _salvage_match(line)
-    m = _MATCH_FIELDS.search(line)
-    if m is not None:
-        raw = m.group(2)
-        data = _unescape(raw) if m.group(1) == b"text" else base64.b64decode(raw)
-        return None if data is None else RgMatch(int(m.group(3)), int(m.group(4)), data)
-    try:
-        obj = json.loads(line)["data"]
-        text = obj["lines"]
-        data = text["text"].encode("utf-8") if "text" in text else base64.b64decode(text.get("bytes", ""))
-        return RgMatch(int(obj["line_number"]), int(obj["absolute_offset"]), data)
-    except (ValueError, KeyError, TypeError, UnicodeEncodeError):
-        return None
-
-
-def _salvage_match(line: ripgrep.RgLine) -> RgMatch | None:
-    """A match record too long to keep whole: its line number and offset (near the end) and the start of
-    its text."""
-    number = _LINE_NUMBER.findall(line.tail)
-    offset = _OFFSET.findall(line.tail)
-    start = _LINES_TEXT.search(line.head)
-    if not number or not offset or not start:
-        return None
-    raw = line.head[start.end() : start.end() + 4 * VERIFY_CHARS].decode("utf-8", "replace")
-    raw = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", raw)
-    try:
-        text = json.loads(f'"{raw}"')
-    except ValueError:
-        return None
-    # the chunk may end inside a character (decoded as U+FFFD): compare only what is surely whole
-    text = text[:VERIFY_CHARS].rstrip("\ufffd")
-    return RgMatch(int(number[-1]), int(offset[-1]), text.encode("utf-8", "surrogateescape"), cut=True)
-
-
-class GatewayCopy:
-    """A file rg reported, as the workspace gateway reads it: rg's byte offsets are into the stream it
-    searched, which is the file without a UTF-8 byte-order mark, or transcoded to UTF-8 when the file has a
-    UTF-16 one; this reproduces that stream. Reads go through a small block cache (matches come in order)."""
-
-    BLOCK = 1 << 16
-    MAX_TRANSCODED = 64 << 20
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.block_start = 0
-        self.block = os.pread(fd, self.BLOCK, 0)  # most files: the only read
-        head = self.block[:3]
-        self.shift = 3 if head == UTF8_BOM else 0
-        self.whole = False
-        if head[:2] in UTF16_BOMS:
-            size = os.fstat(self.fd).st_size
-            data = os.pread(self.fd, size, 0) if size <= self.MAX_TRANSCODED else b""
-            self.block = data.decode("utf-16", "replace").encode("utf-8") if data else b""
-            self.whole = True
-
-    def read(self, offset: int, size: int) -> bytes:
-        if self.whole:
-            return self.block[offset : offset + size]
-        offset += self.shift
-        end = offset + size
-        if not (self.block_start <= offset and end <= self.block_start + len(self.block)):
-            self.block = os.pread(self.fd, max(size, self.BLOCK), offset)
-            self.block_start = offset
-        return self.block[offset - self.block_start : end - self.block_start]
-
-    def confirm(self, claim: RgMatch, whole: bool = True) -> bytes | None:
-        """The line's bytes as read through the gateway if they are what rg reported, else None; with
-        `whole`, a line rg reported cut for length is completed from the gateway's copy (up to
-        `MAX_LONG_LINE`)."""
-        data = self.read(claim.offset, len(claim.data))
-        if data != claim.data:
-            return None
-        if claim.cut and whole:
-            data += self.rest_of_line(claim.offset + len(data))
-        return data
-
-    def rest_of_line(self, offset: int) -> bytes:
-        parts: list[bytes] = []
-        size = 0
-        while size < MAX_LONG_LINE:
-            chunk = self.read(offset + size, min(1 << 20, MAX_LONG_LINE - size))
-            end = chunk.find(b"\n")
-            if end >= 0 or not chunk:
-                parts.append(chunk[: end if end >= 0 else len(chunk)])
-                break
-            parts.append(chunk)
-            size += len(chunk)
-        return b"".join(parts)
-
-
-class _Reported:
-    """The matches rg reports for one file, kept only as far as the gateway's copy confirms them: lines
-    matching `exclude` are not matches, and `found` keeps the text of the first ones and the context
-    around them."""
-
-    def __init__(self, key: tuple[int, str], fd: int) -> None:
-        self.key = key
-        self.fd = fd
-        self.copy = GatewayCopy(fd)
-        self.rejected = 0
-        self.seen = 0  # match records handled one by one
-        self.found: FileLines | None = None
-
-    def start(self, req: Request, exclude: LineRegex | None, spans, keep: bool) -> None:
-        """`keep`: whether the collector could keep lines of this file (it only changes on a commit)."""
-        self.found = FileLines(req.file_limit, req.before, req.after)
-        self.exclude, self.spans, self.keep = exclude, spans, keep
-
-    def settled(self) -> bool:
-        """Whether the file's further matches only need counting: no line of it is wanted (as a match or
-        as context), no exclude pattern has to be tried on each, and one match has been checked against the
-        gateway's copy (so a file rg read somewhere else is not counted on rg's word alone)."""
-        found = self.found
-        assert found is not None
-        return (
-            self.seen > 0
-            and self.exclude is None
-            and not found.wants_context
-            and not (self.keep and found.wants_text)
-        )
-
-    def count_rest(self, end: bytes | ripgrep.RgLine) -> None:
-        """Count the matches passed over unparsed, from the file's `end` record (rg's `matched_lines`);
-        a file with a line that did not verify keeps only its verified ones."""
-        found = self.found
-        assert found is not None
-        stats = _MATCHED_LINES.findall(end if type(end) is bytes else end.tail)
-        if not stats:
-            self.rejected += 1
-            return
-        if not self.rejected:
-            found.count += max(0, int(stats[-1]) - self.seen)
-
-    def line(self, record: bytes | ripgrep.RgLine, is_match: bool) -> None:
-        """One `match` (or `context`) record of this file."""
-        found = self.found
-        assert found is not None
-        keep = self.keep
-        if is_match:
-            self.seen += 1
-        elif not found.wants_context:
-            return
-        claim = parse_match(record)
-        whole = self.exclude is not None or found.wants_context or (keep and found.wants_text)
-        try:
-            data = self.copy.confirm(claim, whole) if claim is not None else None
-        except OSError:
-            data = None
-        if data is None:
-            self.rejected += 1
-            return
-        if is_match and not (self.exclude is not None and self.exclude.search_bytes(data.rstrip(b"\r\n"))):
-            found.match(claim.number, lambda: show_line(data, self.spans), keep)
-        else:
-            found.other(claim.number, lambda: show_line(data))
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+# Nothing rg read is shown on its word: what it reports of each file is checked against the workspace
+# gateway's own copy of the file (`search_reported`).
 
 
 class RipgrepEngine:
@@ -304,18 +84,18 @@ class RipgrepEngine:
                 break
         return True
 
-    def _open_reported(self, ws: Workspace, target: Target, rel: str | None, view) -> _Reported | None:
+    def _open_reported(self, ws: Workspace, target: Target, rel: str | None, view) -> Reported | None:
         """Open a file rg reported (`rel` below the target; None for a single-file target) through the
         gateway, following no symlink; None if it cannot be (gone, swapped for a link, not a regular file,
         protected)."""
         if rel is None:
             try:
                 with ws.open_file(Location(target.root, target.rel, target.path)) as (_, handle):
-                    return _Reported((target.index, target.path), os.dup(handle.fileno()))
+                    return Reported((target.index, target.path), os.dup(handle.fileno()))
             except ToolError:
                 return None
         fd = view.open_regular(f"{target.rel}/{rel}" if target.rel else rel)
-        return None if fd is None else _Reported((target.index, target.display_prefix + rel), fd)
+        return None if fd is None else Reported((target.index, target.display_prefix + rel), fd)
 
     def _one(self, job: Job, target: Target, rules: ripgrep.RgRules | None, view) -> None:
         ws, req = job.ws, job.req
@@ -388,14 +168,14 @@ class RipgrepEngine:
     def _collect(self, job: Job, target: Target, run: ripgrep.RgRun, recheck, view, done: set[str]) -> None:
         """Read one rg run's JSON into the collector: each file it reports opened again through the gateway
         (and, with `recheck`, judged by our rules first), each line kept only as that copy confirms it. Once
-        nothing more of a file is wanted but its count (`_Reported.settled`), the reader skips to its `end`
+        nothing more of a file is wanted but its count (`Reported.settled`), the reader skips to its `end`
         record, whose statistics give the count of the rest; a file that is not searched on is skipped
         whole. The paths of the files whose `end` arrives are added to `done`; those already there are
         skipped whole (an earlier pass reported them)."""
         ws, req, out = job.ws, job.req, job.out
         exclude = _exclude_regex(req)
         spans = _span_finder(req)
-        current: _Reported | None = None
+        current: Reported | None = None
         last_progress = time.monotonic() - 0.15  # the first report after 0.1 s, then every 0.25 s
 
         def tick() -> None:
@@ -411,33 +191,44 @@ class RipgrepEngine:
         records.on_chunk = tick
         tallied_before = 0
         name: str | None = None
+        deferral = Deferral()
+        deferred: dict[tuple[int, str], tuple[str | None, bool]] = {}  # key: (rel, counted as unverified)
         try:
             for line in records:  # bytes, or an RgLine for a record too long to keep whole
                 head = line if type(line) is bytes else line.head
-                if head.startswith(_MATCH):
-                    if current is None or current.settled():
+                if head.startswith(MATCH):
+                    if current is not None:
+                        if not current.settled():
+                            current.line(line, True)
+                            if current.seen == 1 and current.deferral is not None:
+                                current.take_rest(records)
+                            if not current.settled():
+                                continue
                         tallied_before = records.tallied
-                        line = records.skip_to(_END, _MATCH if current is not None else None)
+                        line = records.skip_to(END, MATCH)
                         tallied_before = records.tallied
                         if line is None:
                             break
                         head = line if type(line) is bytes else line.head
-                        if current is not None:
-                            current.count_rest(line)
-                    else:
-                        current.line(line, True)
-                        continue
-                elif head.startswith(_CONTEXT):
+                        current.count_rest(line)
+                elif head.startswith(CONTEXT):
                     if current is not None:
                         current.line(line, False)
                     continue
-                elif head.startswith(_BEGIN):
+                elif head.startswith(BEGIN):
                     if current is not None:  # pragma: no cover - rg always ends a file before the next
                         current.close()
-                    name = _begin_rel(head) if target.is_dir else None
-                    current = None if name in done else self._begin(job, target, name, recheck, view, (exclude, spans))
-                    continue
-                if head.startswith(_END):
+                    name = begin_rel(head) if target.is_dir else None
+                    current = (
+                        None if name in done else self._begin(job, target, name, recheck, view, (exclude, spans, deferral))
+                    )
+                    if current is not None:
+                        continue
+                    line = records.skip_to(END)  # a file not searched on: passed over whole
+                    if line is None:
+                        break
+                    head = line if type(line) is bytes else line.head
+                if head.startswith(END):
                     out.pending = 0
                     if name is not None:
                         done.add(name)
@@ -447,13 +238,58 @@ class RipgrepEngine:
                             out.commit(current.key, current.found)
                             if current.rejected:
                                 out.unverified_files += 1
+                            if current.found.deferred:
+                                deferred[current.key] = (name, bool(current.rejected))
                     current = None
         finally:
             records.close()
             if current is not None:
                 current.close()
+        if deferred:
+            self._confirm_deferred(job, target, view, deferred, spans)
 
-    def _begin(self, job: Job, target: Target, rel: str | None, recheck, view, regexes) -> _Reported | None:
+    def _confirm_deferred(
+        self, job: Job, target: Target, view, deferred: dict[tuple[int, str], tuple[str | None, bool]], spans
+    ) -> None:
+        """Check the deferred lines (see `DEFER_RECORD`) of the files the collector still keeps against the
+        gateway's copy, opened again: each file's `(rel, counted as unverified)` in `deferred`. A line that
+        does not confirm (the file changed, or was swapped since) is left out, as in `Reported.line`."""
+        out = job.out
+        for key, (rel, counted) in deferred.items():
+            lines = out.kept.get(key)
+            if lines is None or (len(lines) == 1 and type(lines[0]) is tuple):
+                continue  # pushed out, or all but its first line (checked at once) were
+            opened = False
+            reported: Reported | None = None
+            copy: GatewayCopy | None = None
+            checked: list[tuple[int, str]] = []
+            failed = 0
+            try:
+                for item in lines:
+                    if type(item) is tuple:
+                        checked.append(item)
+                        continue
+                    if not opened:
+                        opened = True
+                        reported = self._open_reported(job.ws, target, rel, view)
+                        copy = GatewayCopy(reported.fd) if reported is not None else None
+                    claim = parse_match(item)
+                    try:
+                        data = copy.confirm(claim) if copy is not None and claim is not None else None
+                    except OSError:
+                        data = None
+                    if data is None:
+                        failed += 1
+                    else:
+                        checked.append((claim.number, show_line(data, spans)))
+            finally:
+                if reported is not None:
+                    reported.close()
+            out.confirmed(key, checked, failed)
+            if failed and not counted:
+                out.unverified_files += 1
+
+    def _begin(self, job: Job, target: Target, rel: str | None, recheck, view, using) -> Reported | None:
         """The file a `begin` record names (`rel` below a directory target, None for a file target), opened
         through the gateway; None when our rules hide it (`recheck`) or it cannot be opened (counted as
         unverified)."""
@@ -463,7 +299,8 @@ class RipgrepEngine:
         if current is None:
             job.out.unverified_files += 1
         else:
-            current.start(job.req, *regexes, job.out.could_keep(current.key))
+            exclude, spans, deferral = using
+            current.start(job.req, exclude, spans, job.out.could_keep(current.key), deferral)
         return current
 
 
@@ -506,14 +343,23 @@ def _exclude_regex(req: Request) -> LineRegex | None:
     return LineRegex(req.exclude, req.case_sensitive, label="exclude ")
 
 
-def _span_finder(req: Request):
-    """Where the pattern matches in one line, for excerpts of long lines; None when RE2 cannot read a
-    pattern ripgrep can (the excerpt then shows the line's start)."""
-    try:
-        regex = LineRegex(req.pattern, req.case_sensitive, req.fixed_strings)
-    except ToolError:
-        return None
-    return regex.spans
+def _span_finder(req: Request) -> Callable[[bytes], list[tuple[int, int]]]:
+    """Where the pattern matches in one line, for excerpts of long lines, compiled when a long line first
+    needs it; no spans when RE2 cannot read a pattern ripgrep can (the excerpt then shows the line's
+    start)."""
+    regex: list[LineRegex | None] = []
+
+    def spans(data: bytes) -> list[tuple[int, int]]:
+        if not regex:
+            try:
+                regex.append(LineRegex(req.pattern, req.case_sensitive, req.fixed_strings))
+            except ToolError:
+                regex.append(None)
+        return regex[0].spans(data) if regex[0] is not None else []
+
+    return spans
+
+
 _BATCH_FILES = 2000
 _BATCH_BYTES = 96 * 1024  # of arguments per rg run, well below the kernel's limits
 

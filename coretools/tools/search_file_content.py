@@ -178,21 +178,31 @@ class SearchFileContent(Tool):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         req = self._request(args, ctx)
-        targets = await anyio.to_thread.run_sync(open_targets, ctx, args.get("path"))
+        targets, found = await anyio.to_thread.run_sync(self._in_thread, ctx, args, req)
+        if isinstance(found, str):
+            return _ignored(req, args, targets, found)
+        shown_include = (args.get("include") or "").strip() or None
+        return format_result(req, args.get("path"), shown_include, targets, *found)
+
+    def _in_thread(
+        self, ctx: ToolContext, args: dict[str, Any], req: Request
+    ) -> tuple[list[Target], str | tuple[Collector, str]]:
+        """Everything that touches the file system, in one worker thread (each hop to a thread costs the
+        server CPU): the targets, and why the ignore rules leave the `path` out (nothing is searched then) or
+        the search's collector and engine. The targets' descriptors are closed when it returns."""
+        targets = open_targets(ctx, args.get("path"))
         try:
             if not args.get("no_ignore"):
-                reason = await anyio.to_thread.run_sync(ignored_reason, ctx, targets[0])
+                reason = ignored_reason(ctx, targets[0])
                 if reason is not None:
-                    return _ignored(req, args, targets, reason)
-            collector, engine = await anyio.to_thread.run_sync(self._search, ctx, targets, req)
+                    return targets, reason
+            return targets, self._search(ctx, targets, req)
         finally:
             for target in targets:
                 try:
                     os.close(target.fd)
                 except OSError:
                     pass
-        shown_include = (args.get("include") or "").strip() or None
-        return format_result(req, args.get("path"), shown_include, targets, collector, engine)
 
     def _request(self, args: dict[str, Any], ctx: ToolContext) -> Request:
         """The call as the engines take it, every parameter checked before anything runs."""

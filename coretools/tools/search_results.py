@@ -79,12 +79,16 @@ class FileLines:
     """The lines one file contributes: every match counted, the first `limit` kept with their text, and the
     lines within `before`/`after` of a kept one as context. Lines come in order; a line that is not kept
     (no match, a match past the limit, an excluded one) may still be context. Only the last `before`
-    candidates wait for a match to follow, so memory stays bounded by what is shown."""
+    candidates wait for a match to follow, so memory stays bounded by what is shown.
+
+    An engine may `defer` a kept match: it holds the engine's record of the line instead of its text, to be
+    checked and shown only if the collector still keeps the line at the end (`Collector.confirmed`)."""
 
     def __init__(self, limit: int, before: int = 0, after: int = 0) -> None:
         self.limit, self.before, self.after = limit, before, after
         self.count = 0
-        self.lines: list[tuple[int, str]] = []
+        self.lines: list = []  # (number, text), or a deferred record
+        self.deferred = 0
         self.context: dict[int, str] = {}
         self._waiting: deque[tuple[int, Callable[[], str]]] = deque(maxlen=before or 1)
         self._last: int | None = None
@@ -108,6 +112,16 @@ class FileLines:
             if waiting >= number - self.before:
                 self.context[waiting] = shown()
         self._waiting.clear()
+
+    def defer(self, records: list) -> None:
+        """Matches known by the engine's `records` only (no context is asked for): counted, and kept as far
+        as `limit` allows."""
+        self.count += len(records)
+        room = self.limit - len(self.lines)
+        if room > 0:
+            kept = records[:room]
+            self.lines += kept
+            self.deferred += len(kept)
 
     def other(self, number: int, text: Callable[[], str]) -> None:
         """A line that is not a kept match: context if it is near one."""
@@ -145,25 +159,41 @@ class Collector:
         self.total_files += 1
         if not (found.lines or self.names_only) or not self.could_keep(key):
             return
-        self.kept[key] = sorted(found.lines)
+        self.kept[key] = found.lines if found.deferred else sorted(found.lines)
         self.counts[key] = found.count
         if found.context:
             self.context[key] = found.context
         bisect.insort(self._order, key)
         self.stored += len(found.lines) or 1
         while self.stored > self.cap:
-            self._drop_last()
+            self._drop_last(self.stored - self.cap)
 
-    def _drop_last(self) -> None:
+    def confirmed(self, key: tuple[int, str], lines: list[tuple[int, str]], failed: int) -> None:
+        """`key`'s kept lines once its deferred ones are checked: `lines`, in order, without the `failed` ones
+        that did not confirm. A file with such a line counts only its confirmed lines."""
+        if not failed:
+            self.kept[key] = lines
+            return
+        self.stored -= failed
+        self.total_matches -= self.counts[key] - len(lines)
+        if lines:
+            self.kept[key] = lines
+            self.counts[key] = len(lines)
+            return
+        self.total_files -= 1
+        del self.kept[key], self.counts[key]
+        self.context.pop(key, None)
+        self._order.remove(key)
+
+    def _drop_last(self, excess: int) -> None:
+        """Drop up to `excess` of the lines (or the name) of the last file kept, the file once none is left."""
         last = self._order[-1]
         lines = self.kept[last]
-        if lines and not self.names_only:
-            lines.pop()
-            self.stored -= 1
-            if lines:
-                return
-        else:
-            self.stored -= 1
+        if lines and not self.names_only and excess < len(lines):
+            del lines[-excess:]
+            self.stored -= excess
+            return
+        self.stored -= len(lines) if lines and not self.names_only else 1
         del self.kept[last]
         self.counts.pop(last, None)
         self.context.pop(last, None)

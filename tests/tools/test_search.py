@@ -229,6 +229,23 @@ async def test_engines_agree(root: Path) -> None:
             assert rg == py, (pattern, path)
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"max_matches_per_file": 3}, {"context": 1}, {"exclude_pattern": "hit 3"}, {"names_only": True}],
+)
+async def test_engines_agree_when_the_cap_falls_among_many_files(root: Path, extra: dict) -> None:
+    """rg reports files in no set order on several threads, and keeps some files' lines unread until it is
+    known which are shown: the answer is still the first lines by path, with true totals."""
+    for i in range(90):
+        write(root, f"d{i % 7}/f{i:02d}.txt", "".join(f"hit {j}\nmiss\n" for j in range(i % 9 + 1)))
+    args = {"pattern": "hit", **extra}
+    rg = await search(root, "ripgrep", args, "--search-max-matches", "40")
+    py = await search(root, "python", args, "--search-max-matches", "40")
+    assert text_of(rg) == text_of(py)
+    excluded = sum(i % 9 + 1 > 3 for i in range(90)) if "exclude_pattern" in extra else 0  # "hit 3" lines
+    assert rg.structured["total_matches"] == sum(i % 9 + 1 for i in range(90)) - excluded
+
+
 async def test_geminiignore_negation_uses_exact_rules(root: Path, engine: str) -> None:
     write(root, ".gitignore", "logs/\n*.tmp\n")
     write(root, ".geminiignore", "!logs/\n!important.tmp\n")

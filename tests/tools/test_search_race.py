@@ -130,6 +130,42 @@ async def test_crafted_claims_are_checked_against_the_gateway(root: Path, monkey
     assert result.structured["unverified_files"] == 2
 
 
+async def test_later_claims_are_checked_too(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines after a file's first are checked once rg is done (if they are still to be shown)."""
+    write_files(root, {"a.txt": "SECRET one\nSECRET two\nSECRET three\n", "b.txt": "SECRET b\n"})
+    fake_rg(
+        monkeypatch,
+        [
+            *reported("./a.txt", (1, 0, "SECRET one\n"), (2, 11, "DECOY SECRET\n"), (3, 22, "SECRET three\n")),
+            *reported("./b.txt", (1, 0, "SECRET b\n")),
+        ],
+    )
+    result = await search(root, {"pattern": "SECRET"})
+    text = text_of(result)
+    assert "DECOY" not in text
+    assert text.splitlines()[1:] == ["---", "File: a.txt", "L1: SECRET one", "L3: SECRET three", "---", "File: b.txt",
+                                     "L1: SECRET b", "---"]  # fmt: skip
+    assert result.structured["total_matches"] == 3 and result.structured["unverified_files"] == 1
+
+
+async def test_a_file_changed_before_its_lines_are_shown(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rg read the file; by the time its later lines are checked they say something else: only what the
+    gateway's copy confirms is shown and counted, and the answer says a file changed."""
+    write_files(root, {"a.txt": "SECRET 1\nSECRET 2\nSECRET 3\n"})
+    real = search_engines.RipgrepEngine._confirm_deferred
+
+    def change_then_confirm(self, job, target, view, deferred, spans):
+        write_files(root, {"a.txt": "SECRET 1\nOTHERS 2\nSECRET 3\n"})
+        return real(self, job, target, view, deferred, spans)
+
+    monkeypatch.setattr(search_engines.RipgrepEngine, "_confirm_deferred", change_then_confirm)
+    result = await search(root, {"pattern": "SECRET"})
+    text = text_of(result)
+    assert text.splitlines()[1:] == ["---", "File: a.txt", "L1: SECRET 1", "L3: SECRET 3", "---"]
+    assert result.structured["total_matches"] == 2 and result.structured["unverified_files"] == 1
+    assert "1 file changed during the search" in text.splitlines()[0]
+
+
 async def test_claims_about_a_protected_or_outside_path_are_dropped(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_files(root, {"ok.txt": "SECRET ok\n"})
     os.symlink(root.parent / "root-evil" / "secret.txt", root / "alias.txt")
