@@ -118,6 +118,15 @@ class RgRules:
     flags: list[str] = field(default_factory=list)
     ignore_files: list[bytes] = field(default_factory=list)
     recheck: str = "full"  # what rg's verdict may get wrong: "none", "gemini" (.geminiignore only), "full"
+    # the lines of the rules behind `recheck`, as written: a file of a name none of them can match is judged
+    # by rg's own rules (`.gitignore`s at and below the search directory) and its directories alone
+    rechecked_lines: tuple[str, ...] = ()
+
+    def recheck_names(self) -> Callable[[str], bool]:
+        """Whether the rules the re-check applies could hide a file by its name (`file_name_test`): where
+        they cannot, rg's verdict on the file stands (see `Recheck`). Not for a search with a `--glob`
+        override, which puts files past rg's own rules too."""
+        return _file_name_test(self.rechecked_lines)
 
     def recheck_options(self, options: IgnoreOptions) -> IgnoreOptions | None:
         """The ignore sources a reported path must still be judged by (None: protected names only)."""
@@ -143,24 +152,29 @@ def rg_rules(
         rules.flags.append("--no-ignore-vcs")
     tail = [p for p in base_rel.split("/") if p]
     layers: list[list[str]] = []
+    written: list[str] = []  # the layers' lines before `reroot`
     if options.defaults:
         layers.append(list(DEFAULT_EXCLUDES))
+        written += DEFAULT_EXCLUDES
     if options.git:
-        layers.append(reroot(_lines(read_source(GIT_INFO_EXCLUDE)), tail))
+        lines = _lines(read_source(GIT_INFO_EXCLUDE))
+        layers.append(reroot(lines, tail))
+        written += lines
         for depth in range(len(tail)):
             here = "/".join(tail[:depth])
-            src = read_source(f"{here}/{GITIGNORE}" if here else GITIGNORE)
-            layers.append(reroot(_lines(src), tail[depth:]))
+            lines = _lines(read_source(f"{here}/{GITIGNORE}" if here else GITIGNORE))
+            layers.append(reroot(lines, tail[depth:]))
+            written += lines
+    gemini: list[str] = []
     if options.gemini:
-        lines = _lines(read_source(GEMINIIGNORE))
-        if any(line.startswith("!") for line in lines):
+        gemini = _lines(read_source(GEMINIIGNORE))
+        if any(line.startswith("!") for line in gemini):
             return None
-        layers.append(reroot(lines, tail))
-        gemini = bool(lines)
-    else:
-        gemini = False
+        layers.append(reroot(gemini, tail))
+        written += gemini
     rules.ignore_files = [("\n".join(layer) + "\n").encode("utf-8", "surrogateescape") for layer in layers if layer]
     rules.recheck = "full" if tail else "gemini" if gemini else "none"
+    rules.rechecked_lines = tuple(written if tail else gemini)
     return rules
 
 
@@ -169,19 +183,22 @@ class Recheck:
     names always (each component), and each component judged by `rules` when given (see `RgRules.recheck`).
     A directory is judged once; `hidden` counts what was left out (a directory once, like the walk).
     `files(dir)`, if given, says whether the rules can hide a file of the root-relative directory `dir` by its
-    own name (see `NameRules`); where they cannot, files are not judged by them."""
+    own name (see `NameRules`); where they cannot, files are not judged by them. `names(name)`, if given,
+    says the same of a file's name, wherever it is (see `RgRules.recheck_names`)."""
 
     @classmethod
     def of(
         cls, ws, root: int, base: str, options: IgnoreOptions | None, allow_protected: bool,
-        files: Callable[[str], bool] | None = None,
+        files: Callable[[str], bool] | None = None, names: Callable[[str], bool] | None = None,
     ) -> Recheck:
         """The re-check of a search of `base` in root `root` of the workspace `ws`, with `options` from
         `RgRules.recheck_options`."""
-        return cls(ws.ignore_rules(root, options) if options is not None else None, base, allow_protected, files)
+        rules = ws.ignore_rules(root, options) if options is not None else None
+        return cls(rules, base, allow_protected, files, names)
 
     def __init__(
-        self, rules: IgnoreRules | None, base: str, allow_protected: bool, files: Callable[[str], bool] | None = None
+        self, rules: IgnoreRules | None, base: str, allow_protected: bool, files: Callable[[str], bool] | None = None,
+        names: Callable[[str], bool] | None = None,
     ) -> None:
         self.rules = rules
         self.base = base
@@ -189,6 +206,7 @@ class Recheck:
         self.hidden = 0
         self._dirs: dict[str, bool] = {"": True}
         self._files = files
+        self._names = names
         self._plain: dict[str, bool] = {}  # visible directories whose files only a protected name can hide
 
     def _rules_judge_files(self, head: str) -> bool:
@@ -223,6 +241,11 @@ class Recheck:
             return False
         if self.rules is None or not self._rules_judge_files(head):  # protected names only
             self._plain[head] = True
+            if name[:1] == "." and not self.allow_protected and protected_name(name):
+                self.hidden += 1
+                return False
+            return True
+        if self._names is not None and not self._names(name):  # protected names only, for this one
             if name[:1] == "." and not self.allow_protected and protected_name(name):
                 self.hidden += 1
                 return False
@@ -317,6 +340,11 @@ def file_name_test(lines: list[str]) -> Callable[[str], bool]:
     if not alternatives:
         return lambda name: False
     return NodeMatcher(alt(*alternatives), True, "ignore rules")
+
+
+@functools.lru_cache(maxsize=32)
+def _file_name_test(lines: tuple[str, ...]) -> Callable[[str], bool]:
+    return file_name_test(list(lines))
 
 
 def ignore_lines(data: bytes | None) -> list[str]:

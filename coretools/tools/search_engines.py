@@ -105,13 +105,15 @@ class RipgrepEngine:
         args = [*rules.flags, *_pattern_flags(req)]
         if target.is_dir:
             options = rules.recheck_options(req.ignore)
+            names = rules.recheck_names() if options is not None else None
             if req.include:
                 flags, overrides = include_flags(req.include)
                 args += flags
-                options = req.ignore if overrides else options
+                if overrides:
+                    options, names = req.ignore, None
             args.append(".")
             cwd = ripgrep.dir_cwd(target.fd, target.path)
-            recheck = ripgrep.Recheck.of(ws, target.root, target.rel, options, req.allow_protected)
+            recheck = ripgrep.Recheck.of(ws, target.root, target.rel, options, req.allow_protected, names=names)
             threads = ripgrep.rg_threads(spare=0)
         else:
             args.append(f"/proc/{os.getpid()}/fd/{target.fd}")

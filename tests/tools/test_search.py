@@ -151,6 +151,25 @@ async def test_path_subdirectory_uses_ancestor_rules(root: Path, engine: str) ->
     assert set(matches(deep)) == {"keep.py"}
 
 
+@pytest.mark.parametrize("include", [None, "*", "*.tmp"])
+async def test_path_subdirectory_rules_that_hide_files_by_name(root: Path, engine: str, include: str | None) -> None:
+    """Below a subdirectory, the rules of the directories above it hide files by name (rg has them
+    re-anchored, and its verdict is checked again: for a file only where one of them could match its
+    name); a `.gitignore` in the searched tree can bring such a file back, except from `.geminiignore`
+    (which rg ranks below it); an `include` glob (a `--glob` override for rg, which puts files past every
+    rule) changes nothing of that."""
+    write(root, ".gitignore", "*.tmp\nsecret-*\n/sub/skipdir/\n")
+    write(root, ".geminiignore", "*.bak\nstill.txt\n")
+    write(root, "sub/.gitignore", "!keep.tmp\n!still.txt\n")
+    files = ["a.txt", "b.tmp", "keep.tmp", "secret-x.txt", "skipdir/c.txt", "d/e.bak", "d/f.txt", "d/g.tmp", "still.txt"]
+    for rel in [*files, ".env"]:
+        write(root, f"sub/{rel}", "TOKEN\n")
+    args = {"pattern": "TOKEN", "path": str(root / "sub")} | ({"include": include} if include else {})
+    found = set(matches(text_of(await search(root, engine, args))))
+    expected = {"a.txt", "keep.tmp", "d/f.txt"}
+    assert found == ({"keep.tmp"} if include == "*.tmp" else expected)
+
+
 async def test_path_single_file(root: Path, engine: str) -> None:
     build_tree(root)
     text = text_of(await search(root, engine, {"pattern": "token", "path": str(root / "src/util.ts")}))
