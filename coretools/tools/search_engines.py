@@ -194,7 +194,7 @@ class RipgrepEngine:
         tallied_before = 0
         name: str | None = None
         deferral = Deferral()
-        deferred: dict[tuple[int, str], tuple[str | None, bool]] = {}  # key: (rel, counted as unverified)
+        deferred: dict[tuple[int, str], tuple[str | None, bool, GatewayCopy | None]] = {}  # see _confirm_deferred
         try:
             for line in records:  # bytes, or an RgLine for a record too long to keep whole
                 head = line if type(line) is bytes else line.head
@@ -241,7 +241,10 @@ class RipgrepEngine:
                             if current.rejected:
                                 out.unverified_files += 1
                             if current.found.deferred:
-                                deferred[current.key] = (name, bool(current.rejected))
+                                copy = current.copy.kept() if len(current.copy.block) <= deferral.left else None
+                                if copy is not None:
+                                    deferral.left -= len(copy.block)
+                                deferred[current.key] = (name, bool(current.rejected), copy)
                     current = None
         finally:
             records.close()
@@ -251,19 +254,25 @@ class RipgrepEngine:
             self._confirm_deferred(job, target, view, deferred, spans)
 
     def _confirm_deferred(
-        self, job: Job, target: Target, view, deferred: dict[tuple[int, str], tuple[str | None, bool]], spans
+        self,
+        job: Job,
+        target: Target,
+        view,
+        deferred: dict[tuple[int, str], tuple[str | None, bool, GatewayCopy | None]],
+        spans,
     ) -> None:
         """Check the deferred lines (see `DEFER_RECORD`) of the files the collector still keeps against the
-        gateway's copy, opened again: each file's `(rel, counted as unverified)` in `deferred`. A line that
+        gateway's copy: each file's `(rel, counted as unverified, copy)` in `deferred`, the copy the gateway
+        read when rg reported the file if it holds the whole file, else the file opened again. A line that
         does not confirm (the file changed, or was swapped since) is left out, as in `Reported.line`."""
         out = job.out
-        for key, (rel, counted) in deferred.items():
+        for key, (rel, counted, held) in deferred.items():
             lines = out.kept.get(key)
             if lines is None or (len(lines) == 1 and type(lines[0]) is tuple):
                 continue  # pushed out, or all but its first line (checked at once) were
-            opened = False
+            opened = held is not None
             reported: Reported | None = None
-            copy: GatewayCopy | None = None
+            copy = held
             checked: list[tuple[int, str]] = []
             failed = 0
             try:

@@ -176,10 +176,18 @@ class GatewayCopy:
             return self.block[offset : offset + size]
         offset += self.shift
         end = offset + size
-        if not (self.block_start <= offset and end <= self.block_start + len(self.block)):
+        if self.fd >= 0 and not (self.block_start <= offset and end <= self.block_start + len(self.block)):
             self.block = os.pread(self.fd, max(size, self.block_size), offset)
             self.block_start = offset
         return self.block[offset - self.block_start : end - self.block_start]
+
+    def kept(self) -> GatewayCopy | None:
+        """This copy, no longer reading from its descriptor (the caller closes it), if it holds the whole
+        file already; else None."""
+        if self.whole or (self.block_start == 0 and len(self.block) < self.block_size):
+            self.fd = -1
+            return self
+        return None
 
     def confirm(self, claim: RgMatch, whole: bool = True) -> bytes | None:
         """The line's bytes as read through the gateway if they are what rg reported, else None; with

@@ -136,7 +136,10 @@ async def test_later_claims_are_checked_too(root: Path, monkeypatch: pytest.Monk
     fake_rg(
         monkeypatch,
         [
-            *reported("./a.txt", (1, 0, "SECRET one\n"), (2, 11, "DECOY SECRET\n"), (3, 22, "SECRET three\n")),
+            *reported(
+                "./a.txt", (1, 0, "SECRET one\n"), (2, 11, "DECOY SECRET\n"), (3, 22, "SECRET three\n"),
+                (9, 500, "SECRET past the end\n"),
+            ),
             *reported("./b.txt", (1, 0, "SECRET b\n")),
         ],
     )
@@ -148,22 +151,39 @@ async def test_later_claims_are_checked_too(root: Path, monkeypatch: pytest.Monk
     assert result.structured["total_matches"] == 3 and result.structured["unverified_files"] == 1
 
 
-async def test_a_file_changed_before_its_lines_are_shown(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """rg read the file; by the time its later lines are checked they say something else: only what the
-    gateway's copy confirms is shown and counted, and the answer says a file changed."""
-    write_files(root, {"a.txt": "SECRET 1\nSECRET 2\nSECRET 3\n"})
+def change_before_the_later_lines_are_checked(monkeypatch: pytest.MonkeyPatch, path: Path, content: str) -> None:
     real = search_engines.RipgrepEngine._confirm_deferred
 
     def change_then_confirm(self, job, target, view, deferred, spans):
-        write_files(root, {"a.txt": "SECRET 1\nOTHERS 2\nSECRET 3\n"})
+        write_files(path.parent, {path.name: content})
         return real(self, job, target, view, deferred, spans)
 
     monkeypatch.setattr(search_engines.RipgrepEngine, "_confirm_deferred", change_then_confirm)
+
+
+async def test_a_file_changed_before_its_lines_are_shown(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rg read the file; by the time its later lines are checked (the file opened again: it is larger than
+    the gateway's first read) they say something else: only what the gateway's copy confirms is shown and
+    counted, and the answer says a file changed."""
+    pad = "#" * 9000 + "\n"
+    write_files(root, {"a.txt": f"{pad}SECRET 2\nSECRET 3\nSECRET 4\n"})
+    change_before_the_later_lines_are_checked(monkeypatch, root / "a.txt", f"{pad}SECRET 2\nOTHERS 3\nSECRET 4\n")
     result = await search(root, {"pattern": "SECRET"})
     text = text_of(result)
-    assert text.splitlines()[1:] == ["---", "File: a.txt", "L1: SECRET 1", "L3: SECRET 3", "---"]
+    assert text.splitlines()[1:] == ["---", "File: a.txt", "L2: SECRET 2", "L4: SECRET 4", "---"]
     assert result.structured["total_matches"] == 2 and result.structured["unverified_files"] == 1
     assert "1 file changed during the search" in text.splitlines()[0]
+
+
+async def test_a_small_file_is_shown_as_the_gateway_read_it(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the gateway's first read held whole is checked against that copy: what is shown is the file
+    as rg and the gateway both read it, even if it changed since."""
+    write_files(root, {"a.txt": "SECRET 1\nSECRET 2\nSECRET 3\n"})
+    change_before_the_later_lines_are_checked(monkeypatch, root / "a.txt", "SECRET 1\nOTHERS 2\nSECRET 3\n")
+    result = await search(root, {"pattern": "SECRET"})
+    text = text_of(result)
+    assert text.splitlines()[1:] == ["---", "File: a.txt", "L1: SECRET 1", "L2: SECRET 2", "L3: SECRET 3", "---"]
+    assert result.structured["total_matches"] == 3 and result.structured["unverified_files"] == 0
 
 
 async def test_claims_about_a_protected_or_outside_path_are_dropped(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
