@@ -218,7 +218,7 @@ class GatewayCopy:
 # could keep when it arrives is often pushed out later by files that sort before it. The match records of such
 # a file (after its first, which is checked at once) are kept as rg wrote them and checked against the
 # gateway's copy only if the collector still keeps them once rg is done (`RipgrepEngine._confirm_deferred`).
-DEFER_RECORD = 4096  # a longer record is checked at once
+DEFER_RECORD = 4096  # a longer record read on its own (not in a file's `take_rest` piece) is checked at once
 DEFER_FILE = 1 << 16  # a file's records taken at once (`RecordReader.take_to`) when its end is read already
 DEFER_BYTES = 4 << 20  # of records deferred per rg run, beyond which they are checked at once
 
