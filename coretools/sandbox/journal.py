@@ -481,10 +481,15 @@ def journaled(
     tool: str,
     settings: JournalSettings,
     write: Callable[[Callable[[], None] | None], WriteOutcome],
+    *,
+    key: str | None = None,
+    before: Snapshot | None = None,
 ) -> WriteOutcome:
     """Run `write` (which makes the file at `loc` hold `after`) with the file's current content journaled
     first, under the journal's lock. `write` gets the journal record's sync (None when nothing was
     journaled), to run before the new content becomes visible (`Workspace.write_atomic`'s `sync_with`).
+    `key` is the file's canonical path (`Workspace.edit_key`) and `before` its content, when the caller has
+    them; a `before` is only valid if `write` refuses a file whose stat is no longer `before.st`.
     A journal that cannot be written is logged and the edit goes ahead."""
     try:
         journal = Journal.open([r.path for r in ws.roots], settings)
@@ -495,7 +500,9 @@ def journaled(
         return write(None)
     with journal.locked():
         try:
-            entry, sync = journal.begin(tool, ws.edit_key(loc), read_snapshot(ws, loc, journal.settings.max_bytes), after)
+            if before is None:
+                before = read_snapshot(ws, loc, journal.settings.max_bytes)
+            entry, sync = journal.begin(tool, key or ws.edit_key(loc), before, after)
         except OSError as exc:
             logger.warning("could not journal the edit of %s (%s); it goes ahead unjournaled", loc.shown, exc)
             return write(None)

@@ -8,6 +8,7 @@ import os
 import secrets
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from coretools.errors import (
     ErrorKind,
@@ -20,6 +21,13 @@ from coretools.errors import (
 from coretools.sandbox import durable, kernel
 from coretools.sandbox.locks import _EDIT_LOCKS, EditLock
 from coretools.sandbox.paths import Location, WriteOutcome, kind_name, protected_reason
+
+
+@dataclass
+class Written(WriteOutcome):
+    """What `write_atomic` did, and the file's stat once written (to remember it without opening it again)."""
+
+    st: os.stat_result | None = None
 
 
 class Writes:
@@ -102,7 +110,7 @@ class Writes:
         mode: int | None = None,
         expect: os.stat_result | None = None,
         sync_with: Callable[[], None] | None = None,
-    ) -> WriteOutcome:
+    ) -> Written:
         """Replace (or create) a file atomically: temp file beside it, fsync, rename over it.
 
         A reader sees the old content or the new, never a mix; a crash leaves at most a stray temp file.
@@ -161,13 +169,14 @@ class Writes:
                 )
             target = os.path.join(self.roots[root].path, rel)
             if st is not None and not durable.rename_keeps_identity(st):
-                self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect, sync_with)
+                now = self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect, sync_with)
             else:
-                self._replace(
+                now = self._replace(
                     parent_fd, name, data, perm, st, shown, target, no_replace=must_not_exist, expect=expect,
                     sync_with=sync_with,
                 )
-            return WriteOutcome(shown, created=st is None, previous_mode=stat.S_IMODE(st.st_mode) if st else None)
+            previous = stat.S_IMODE(st.st_mode) if st else None
+            return Written(shown, created=st is None, previous_mode=previous, st=now)
         finally:
             if parent_fd >= 0:
                 os.close(parent_fd)
@@ -185,7 +194,8 @@ class Writes:
         no_replace: bool = False,
         expect: os.stat_result | None = None,
         sync_with: Callable[[], None] | None = None,
-    ) -> None:
+    ) -> os.stat_result | None:
+        """Returns the stat of the file written (None when it could not be told)."""
         # The temp name is cut by bytes, not characters (200 characters of a multibyte name overflowed
         # NAME_MAX: "Path is too long"). O_EXCL|O_NOFOLLOW never opens a planted file or symlink; a name
         # already taken, by chance or by a plant, just means another random suffix.
@@ -201,33 +211,35 @@ class Writes:
                     raise self._os_error(exc, shown) from None
             except OSError as exc:
                 raise self._os_error(exc, shown) from None
+        written = None
         try:
             try:
                 view = memoryview(data)
                 while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
+                    view = view[os.write(fd, view) :]
                 if perm is not None:
                     os.fchmod(fd, perm)
                 carried = old is None or durable.carry_over(parent_fd, name, fd, old)
                 if carried:
                     durable.fsync_together(fd, sync_with)
+                    if expect is not None:  # once more, as late as possible: the temp file took time to write
+                        try:
+                            now = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+                        except FileNotFoundError:
+                            now = None
+                        _check_unchanged(now, expect, shown)
+                    if no_replace:
+                        _link_no_replace(parent_fd, tmp, name, shown)
+                    else:
+                        os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+                    written = os.fstat(fd)  # after the rename, which changes the file's ctime
             finally:
                 os.close(fd)
             if not carried:
                 os.unlink(tmp, dir_fd=parent_fd)
-                self._write_in_place(parent_fd, name, data, perm, old, shown, target, expect, sync_with)
-                return
-            if expect is not None:  # once more, as late as possible: the temp file took time to write
-                try:
-                    now = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    now = None
-                _check_unchanged(now, expect, shown)
-            if no_replace:
-                _link_no_replace(parent_fd, tmp, name, shown)
-            else:
-                os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+                return self._write_in_place(
+                    parent_fd, name, data, perm, old, shown, target, expect, sync_with  # type: ignore[arg-type]
+                )
         except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=parent_fd)
@@ -237,6 +249,7 @@ class Writes:
                 raise self._os_error(exc, shown) from None
             raise
         _fsync_dir(parent_fd)
+        return written
 
     def _write_in_place(
         self,
@@ -249,9 +262,9 @@ class Writes:
         target: str,
         expect: os.stat_result | None,
         sync_with: Callable[[], None] | None = None,
-    ) -> None:
+    ) -> os.stat_result:
         """Rewrite the file itself (same inode: its links, owner and attributes stay), crash-safe through a
-        recovery record of its old bytes (see `durable`)."""
+        recovery record of its old bytes (see `durable`). Returns its stat once written."""
         try:
             fd = os.open(name, os.O_RDWR | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_CLOEXEC, dir_fd=parent_fd)
         except OSError as exc:
@@ -270,6 +283,7 @@ class Writes:
                 record.restore(fd)
                 raise
             record.drop()
+            return os.fstat(fd)
         except OSError as exc:
             raise self._os_error(exc, shown) from None
         finally:
@@ -306,6 +320,9 @@ class Writes:
         """The canonical absolute path of the file `loc` names, following a contained symlink at the target
         as `write_atomic` does. It names the file across atomic replacements (an inode would not) and is the
         same in every Workspace of this process, so it can key a process-wide lock."""
+        plain = self._plain_key(loc)
+        if plain is not None:
+            return plain
         try:
             parent_fd, root, parent_rel, name = self._parent_of(loc, create=False)
         except PathError as exc:
@@ -326,6 +343,20 @@ class Writes:
                 pass  # dangling or escaping: the write will refuse it; key the link itself
         rel = f"{parent_rel}/{name}" if parent_rel else name
         return os.path.join(self.roots[root].path, rel)
+
+    def _plain_key(self, loc: Location) -> str | None:
+        """`edit_key` in one open when no step of the path is a symlink (the path given, normalised, is then
+        the real one); None when that is not so, or not known."""
+        if not kernel.O_PATH or self.is_scratch(loc.root) or loc.rel.rpartition("/")[2] in ("", ".", ".."):
+            return None
+        try:
+            fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, kernel.O_PATH)
+        except OSError:
+            return None
+        if fd is None:
+            return None
+        os.close(fd)
+        return os.path.join(self.roots[loc.root].path, os.path.normpath(loc.rel))
 
     def lock_edit(self, loc: Location, *, cancelled: Callable[[], object] | None = None) -> EditLock:
         """Take the process-wide lock of the file `loc` names (blocking; `cancelled` is called while waiting

@@ -151,10 +151,11 @@ class Replace(te.EditTool):
                 headline += f" Instruction carried out: {te.echo(args['instruction'].strip())}"
         return te.result(plan, headline, args, "`new_string` content", new_string)
 
-    def plan(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> te.Plan:
+    def plan(
+        self, ws: Workspace, loc: Location, args: dict[str, Any], existing: tuple[Any, bytes] | None
+    ) -> te.Plan:
         old_string: str = args["old_string"]
         new_string: str = args["new_string"]
-        existing = te.read_existing(ws, loc)
         path = loc.shown
         if existing is None:
             if not old_string and (size := _encoded_len(new_string, te.UTF8)) > te.edit_limit():
@@ -170,7 +171,6 @@ class Replace(te.EditTool):
             plan = te.Plan(loc, path, "", new_string, te.encode(new_string, te.UTF8, path), created=True,
                            must_not_exist=True)
             plan.spans = te.align("", new_string, [(0, 0, 0, len(new_string))]) if new_string else []
-            plan.render()
             return plan
         st, data = existing
         del existing
@@ -190,11 +190,12 @@ class Replace(te.EditTool):
                 "its own encoding, use run_shell_command with a tool that understands it.",
                 ErrorKind.EDIT_PREPARATION_FAILURE,
             ) from None
+        before = self.journal_copy(data)
         del data
         breaks = te.newlines(text)
         matches, newline_at = _find(text, old_string, breaks)
         if not matches:
-            return _recovered_plan(loc, path, st, text, codec, breaks, args)
+            return _recovered_plan(loc, path, st, text, codec, breaks, args, before)
         expected = len(matches) if args.get("allow_multiple") else args["expected_replacements"]
         _check_count(path, text, [s for s, _ in matches[:10]], len(matches), expected, "")
         new_lf = te.to_lf(new_string)
@@ -210,11 +211,10 @@ class Replace(te.EditTool):
                 "Nothing was changed.",
                 ErrorKind.EDIT_NO_CHANGE,
             )
-        plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st)
+        plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st, before=before)
         plan.replacements = len(matches)
         plan.notes = te.style_notes(codec, breaks)
         plan.spans = te.align(text, new, raw)
-        plan.render()
         return plan
 
 
@@ -227,7 +227,7 @@ _HOW = {
 
 
 def _recovered_plan(loc: Location, path: str, st, text: str, codec: te.Codec, breaks: te.Newlines,
-                    args: dict[str, Any]) -> te.Plan:
+                    args: dict[str, Any], before: bytes | None) -> te.Plan:
     """The plan of an edit whose old_string is not literally in the file: the near-miss cascade decides
     where (or refuses, the file untouched); its replacements take the file's line endings."""
     old_string: str = args["old_string"]
@@ -256,11 +256,10 @@ def _recovered_plan(loc: Location, path: str, st, text: str, codec: te.Codec, br
     if size > te.edit_limit():
         what = f"replacing {_plural(expected, 'occurrence')} of old_string with new_string"
         raise te.too_big(path, size, what, _SPLIT_EDIT)
-    plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st)
+    plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st, before=before)
     plan.replacements = found.count
     plan.notes = [found.note, *te.style_notes(codec, breaks)]
     plan.spans = te.align(text, new, raw)
-    plan.render()
     return plan
 
 

@@ -18,7 +18,7 @@ from coretools.sandbox import journal
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.textedit.edit_tool import EditOptions, add_edit_arguments, edit_lock
+from coretools.tools.textedit.edit_tool import EditOptions, add_edit_arguments
 
 
 @dataclass(frozen=True)
@@ -84,17 +84,21 @@ class UndoTool(Tool):
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace
         loc = ws.locate(args["file_path"])
-        async with edit_lock(ws, loc):
-            done = await anyio.to_thread.run_sync(self._undo, ws, loc, args.get("edit_id"))
+        done = await anyio.to_thread.run_sync(self._undo, ws, loc, args.get("edit_id"))
         return ToolResult.text(describe(done, loc.shown), {"edit": done.edit.id, "undo": done.record and done.record.id})
 
     def _undo(self, ws: Workspace, loc: Location, edit_id: int | None) -> journal.Undone:
-        target = ws.edit_key(loc)
-        settings = self.options.journal_settings
-        book = journal.Journal.find([r.path for r in ws.roots], target, settings)
-        if book is None:
-            raise ToolError(f"No journaled edit of {loc.shown}: nothing to undo.", ErrorKind.FILE_NOT_FOUND)
-        return journal.undo(ws, book, target=target, edit_id=edit_id, force=False)
+        """Under the file's edit lock (given up if the call is cancelled while waiting for it)."""
+        lock = ws.lock_edit(loc, cancelled=anyio.from_thread.check_cancelled)
+        try:
+            target = lock.key
+            settings = self.options.journal_settings
+            book = journal.Journal.find([r.path for r in ws.roots], target, settings)
+            if book is None:
+                raise ToolError(f"No journaled edit of {loc.shown}: nothing to undo.", ErrorKind.FILE_NOT_FOUND)
+            return journal.undo(ws, book, target=target, edit_id=edit_id, force=False)
+        finally:
+            lock.release()
 
 
 def describe(done: journal.Undone, shown: str) -> str:

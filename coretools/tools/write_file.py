@@ -89,14 +89,14 @@ class WriteFile(te.EditTool):
             return te.omission(content, None, loc.shown)
         return te.omission(te.to_lf(content), te.to_lf(old), loc.shown)
 
-    def plan(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> te.Plan | None:
+    def plan(
+        self, ws: Workspace, loc: Location, args: dict[str, Any], existing: tuple[Any, bytes] | None
+    ) -> te.Plan | None:
         content: str = args["content"]
-        existing = te.read_existing(ws, loc)
         path = loc.shown
         if existing is None:
             plan = te.Plan(loc, path, "", content, te.encode(content, te.UTF8, path), created=True)
             plan.spans = te.align("", content, [(0, 0, 0, len(content))]) if content else []
-            plan.render()
             return plan
         st, data = existing
         del existing
@@ -111,12 +111,12 @@ class WriteFile(te.EditTool):
         new = te.with_newline(content, breaks.dominant) if breaks.dominant else content
         if codec.bom and new.startswith("\ufeff"):
             new = new[1:]  # the byte-order mark is written once, as the file had it
-        plan = te.Plan(loc, path, old, new, te.encode(new, codec, path), created=False, expect=st)
+        plan = te.Plan(loc, path, old, new, te.encode(new, codec, path), created=False, expect=st,
+                       before=self.journal_copy(data))
         plan.notes = notes + te.style_notes(codec, breaks)
         if plan.data == data:
             return None
         plan.spans = te.whole_file_spans(old, new)
-        plan.render()
         return plan
 
 

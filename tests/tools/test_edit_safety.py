@@ -284,6 +284,8 @@ async def test_without_the_lock_the_race_is_caught_not_lost(root: Path, monkeypa
     expect-unchanged guard then refuses it instead of silently losing the first update."""
 
     class NoLock:
+        key = ""  # the journal then finds the file's canonical path itself
+
         def release(self) -> None:
             pass
 
@@ -298,6 +300,32 @@ async def test_without_the_lock_the_race_is_caught_not_lost(root: Path, monkeypa
     errors = [text_of(r) for r in results if r.is_error]
     assert len(errors) == 1 and "changed on disk" in errors[0]
     assert f.read_text() in ("k0=1\nk1=0\n", "k0=0\nk1=1\n")
+
+
+@pytest.mark.parametrize("confirm", [(), ("--confirm", "edits")])
+async def test_every_way_out_of_an_edit_lets_go_of_the_lock(root: Path, confirm: tuple[str, ...]) -> None:
+    """Nothing to write, a refusal, a failed write and a written edit each leave no lock behind: the next
+    edit of the same file goes ahead."""
+    f = root / "same.txt"
+    f.write_text("v=0\n")
+    toolset, (ctx,), spaces = _contexts(root, 1, *confirm, elicit=_accept)
+    try:
+        with anyio.fail_after(20):
+            calls = [
+                ("write_file", write_args(f, "v=0\n")),  # already this content
+                ("replace", replace_args(f, "nowhere", "x")),  # refused
+                ("write_file", write_args(root / "missing-dir-is-a-file" / "x.txt", "x")),  # fails to write
+                ("replace", replace_args(f, "v=0", "v=1")),
+                ("replace", replace_args(f, "v=1", "v=2")),
+            ]
+            (root / "missing-dir-is-a-file").write_text("")
+            results = [await toolset.call(name, args, ctx) for name, args in calls]
+    finally:
+        for ws in spaces:
+            ws.close()
+    assert [r.is_error for r in results] == [False, True, True, False, False], [text_of(r) for r in results]
+    assert f.read_text() == "v=2\n"
+    assert locks_mod._EDIT_LOCKS._locks == {}
 
 
 async def test_same_file_waits_different_file_proceeds(root: Path) -> None:

@@ -7,6 +7,7 @@
 - `similar`: the "most similar lines" report of a failed match;
 - `nearmiss`, `indent`, `fuzzy`: where a near-miss old_string was meant to be, and its replacement re-indented;
 - `plan`: the plan of one edit and the size limit it is made within;
+- `freshness`: the stale-write guard (the file as the session last saw it);
 - `edit_tool`: the options, the locked plan -> confirm -> write sequence and the result of both tools.
 
 The editing tools import this package (`from coretools.tools import textedit as te`), never each other.
@@ -21,7 +22,7 @@ from coretools.tools.textedit.diff import (
     Rendered, Span, align, compact_diff, numbered, unified_diff, whole_file_spans,
 )
 from coretools.tools.textedit.edit_tool import (
-    EditOptions, EditTool, add_edit_arguments, apply, confirm, echo, edit_lock, result,
+    EditOptions, EditTool, add_edit_arguments, apply, confirm, echo, result,
 )
 from coretools.tools.textedit.nearmiss import Recovery, recover
 from coretools.tools.textedit.placeholders import omission, placeholder_line
@@ -31,7 +32,7 @@ from coretools.tools.textedit.syntax import syntax_note
 
 __all__ = [
     "MAX_EDIT_BYTES", "UTF8", "Codec", "EditOptions", "EditTool", "Newlines", "NotText", "Plan", "Rendered", "Span",
-    "add_edit_arguments", "align", "apply", "confirm", "decode", "echo", "edit_limit", "edit_lock", "encode",
+    "add_edit_arguments", "align", "apply", "confirm", "decode", "echo", "edit_limit", "encode",
     "limit_in_force", "newlines", "placeholder_line", "read_existing", "result", "similar_lines",
     "style_notes", "to_lf", "too_big", "unified_diff", "whole_file_spans", "with_newline",
     "compact_diff", "numbered", "omission", "syntax_note",

@@ -4,8 +4,7 @@ locked plan -> confirm -> write sequence, and the result both tools return."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -13,11 +12,15 @@ import anyio
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import journal
 from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.locks import EditLock
 from coretools.sandbox.paths import Location, WriteOutcome
+from coretools.sandbox.views import FileViews
 from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
 from coretools.tools.textedit import freshness
 from coretools.tools.textedit.diff import compact_diff, numbered, refined, unified_diff
-from coretools.tools.textedit.plan import MAX_EDIT_BYTES, MIB, Plan, edit_limit, limit_in_force, too_big
+from coretools.tools.textedit.plan import (
+    MAX_EDIT_BYTES, MIB, Plan, edit_limit, limit_in_force, read_existing, too_big,
+)
 from coretools.tools.textedit.syntax import syntax_note
 
 MAX_CONFIRM_DIFF_LINES = 150
@@ -104,16 +107,6 @@ def _add_journal_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@asynccontextmanager
-async def edit_lock(ws: Workspace, loc: Location) -> AsyncIterator[None]:
-    """Hold the process-wide lock of the file `loc` names for the whole read-confirm-write sequence."""
-    lock = await anyio.to_thread.run_sync(lambda: ws.lock_edit(loc, cancelled=anyio.from_thread.check_cancelled))
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 async def confirm(ctx: ToolContext, plan: Plan, tool: str) -> None:
     """Ask the user (`--confirm edits`); raise a ToolError unless they accept."""
     if ctx.elicit is None:
@@ -124,7 +117,6 @@ async def confirm(ctx: ToolContext, plan: Plan, tool: str) -> None:
             "without --confirm edits to rely on the host's own tool approval.",
             ErrorKind.CANCELLED_BY_USER,
         )
-    assert plan.diff is not None
     diff = unified_diff(plan.old, plan.new, plan.spans, "original", "proposed", limit=MAX_CONFIRM_DIFF_LINES).text
     verb = "Create" if plan.created else "Apply this change to"
     message = f"{tool}: {verb} {plan.path}?\n\n{diff}"
@@ -148,8 +140,9 @@ async def confirm(ctx: ToolContext, plan: Plan, tool: str) -> None:
 
 class EditTool(Tool):
     """What write_file and replace share: annotations, options, and the locked plan -> confirm -> write
-    sequence. Subclasses implement `plan(ws, loc, args)` (runs in a worker thread under the file's lock and
-    returns a Plan, or None when there is nothing to write)."""
+    sequence. Subclasses implement `plan(ws, loc, args, existing)` (runs in a worker thread under the file's
+    lock, given the file's (stat, bytes) or None when it does not exist, and returns a Plan, or None when there
+    is nothing to write)."""
 
     Options = EditOptions
     options: EditOptions
@@ -165,39 +158,80 @@ class EditTool(Tool):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         add_edit_arguments(parser)
 
-    def plan(self, ws: Workspace, loc: Location, args: dict) -> Plan | None:  # pragma: no cover - abstract
+    def plan(  # pragma: no cover - abstract
+        self, ws: Workspace, loc: Location, args: dict, existing: tuple[object, bytes] | None
+    ) -> Plan | None:
         raise NotImplementedError
 
-    def _bounded_plan(self, ws: Workspace, loc: Location, args: dict) -> Plan | None:
-        """`plan` under this server's edit limit; a plan whose content is over it is refused."""
-        with limit_in_force(self.options.edit_limit):
-            plan = self.plan(ws, loc, args)
-            if plan is not None:
-                plan.tool, plan.journal = self.name, self.options.journal_settings
-            if plan is not None and len(plan.data) > edit_limit():
-                raise too_big(plan.path, len(plan.data), "the new content",
-                              "Write a smaller file, or generate a large one with run_shell_command.")
-            return plan
+    def _prepare(
+        self, ws: Workspace, loc: Location, args: dict, views: FileViews | None
+    ) -> tuple[EditLock, Plan | None]:
+        """Take the file's lock (giving up if the call is cancelled meanwhile), read the file once (refused if
+        the session's view of it is stale) and plan the edit within this server's edit limit. Returns the
+        lock, held; the plan is None when there is nothing to write."""
+        lock = ws.lock_edit(loc, cancelled=anyio.from_thread.check_cancelled)
+        try:
+            with limit_in_force(self.options.edit_limit):
+                plan = self.plan(ws, loc, args, read_existing(ws, loc, views))
+                if plan is not None and len(plan.data) > edit_limit():
+                    raise too_big(plan.path, len(plan.data), "the new content",
+                                  "Write a smaller file, or generate a large one with run_shell_command.")
+        except BaseException:
+            lock.release()
+            raise
+        if plan is not None:
+            plan.tool, plan.journal, plan.key = self.name, self.options.journal_settings, lock.key
+        return lock, plan
+
+    def journal_copy(self, data: bytes) -> bytes | None:
+        """`data`, the file's bytes the plan is made from, for `Plan.before` when the journal keeps a copy that
+        large; else None (nothing held longer than needed: the journal hashes the file itself)."""
+        settings = self.options.journal_settings
+        return data if settings.enabled and len(data) <= settings.max_bytes else None
+
+    def _commit(
+        self, ws: Workspace, loc: Location, plan: Plan, views: FileViews | None, lock: EditLock
+    ) -> WriteOutcome:
+        """Write the plan and record what the session now knows of the file, then let go of the lock and
+        judge the new text's syntax (`plan.syntax`)."""
+        try:
+            outcome = apply(ws, plan)
+            if views is not None:
+                freshness.remember(ws, loc, views, plan.data, outcome)
+        finally:
+            lock.release()
+        plan.path = outcome.path
+        plan.syntax = syntax_note(plan.path, plan.old, plan.new)
+        return outcome
+
+    def _edit(
+        self, ws: Workspace, loc: Location, args: dict, views: FileViews | None
+    ) -> tuple[Plan | None, WriteOutcome | None]:
+        lock, plan = self._prepare(ws, loc, args, views)
+        if plan is None:
+            lock.release()
+            return None, None
+        try:
+            anyio.from_thread.check_cancelled()  # a call cancelled while it planned writes nothing
+        except BaseException:
+            lock.release()
+            raise
+        return plan, self._commit(ws, loc, plan, views, lock)
 
     async def edit(self, ctx: ToolContext, loc: Location, args: dict) -> tuple[Plan | None, WriteOutcome | None]:
-        ws = ctx.workspace
-        views = ctx.views
-        async with edit_lock(ws, loc):
-            accepted = None
-            if views is not None:
-                accepted = await anyio.to_thread.run_sync(freshness.check, ws, loc, views, self.options.edit_limit)
-            plan = await anyio.to_thread.run_sync(self._bounded_plan, ws, loc, args)
+        """The whole edit in one worker thread; with `--confirm edits`, one to prepare it and, once the user
+        accepted, one to write it, the file's lock held in between."""
+        ws, views = ctx.workspace, ctx.views
+        if not self.options.confirm_edits:
+            return await anyio.to_thread.run_sync(self._edit, ws, loc, args, views)
+        lock, plan = await anyio.to_thread.run_sync(self._prepare, ws, loc, args, views)
+        try:
             if plan is None:
                 return None, None
-            freshness.confirm_unchanged(accepted, plan.expect, plan.path)  # type: ignore[arg-type]
-            if self.options.confirm_edits:
-                await confirm(ctx, plan, self.name)
-            outcome = await anyio.to_thread.run_sync(apply, ws, plan)
-            if views is not None:
-                await anyio.to_thread.run_sync(freshness.remember, ws, loc, views, plan.data)
-        plan.path = outcome.path
-        plan.syntax = await anyio.to_thread.run_sync(syntax_note, plan.path, plan.old, plan.new)
-        return plan, outcome
+            await confirm(ctx, plan, self.name)
+            return plan, await anyio.to_thread.run_sync(self._commit, ws, loc, plan, views, lock)
+        finally:
+            lock.release()
 
 
 def apply(ws: Workspace, plan: Plan) -> WriteOutcome:
@@ -209,7 +243,14 @@ def apply(ws: Workspace, plan: Plan) -> WriteOutcome:
         )
 
     settings = plan.journal or EditOptions().journal_settings
-    return journal.journaled(ws, plan.loc, plan.data, plan.tool, settings, write)
+    before = None
+    if plan.before is not None and plan.expect is not None:
+        before = journal.Snapshot(
+            journal.digest(plan.before), len(plan.before), plan.before, plan.expect  # type: ignore[arg-type]
+        )
+    return journal.journaled(
+        ws, plan.loc, plan.data, plan.tool, settings, write, key=plan.key or None, before=before
+    )
 
 
 def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: str) -> ToolResult:

@@ -13,7 +13,9 @@ from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.journal import JournalSettings
 from coretools.sandbox.paths import Location
-from coretools.tools.textedit.diff import Rendered, Span, unified_diff
+from coretools.sandbox.views import FileViews
+from coretools.tools.textedit import freshness
+from coretools.tools.textedit.diff import Span
 
 # The largest file an edit reads and the largest content it writes (`--max-edit-bytes`). An edit holds the old
 # text, the new text and the new bytes at once, each about this size for an ASCII file, within 300 MiB.
@@ -33,15 +35,12 @@ class Plan:
     must_not_exist: bool = False
     spans: list[Span] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    diff: Rendered | None = None
     replacements: int = 0  # occurrences replaced (replace)
     syntax: str | None = None  # a syntax error the edit introduced, as a note (see `syntax.syntax_note`)
     tool: str = ""  # the tool that made it, for the edit journal
     journal: JournalSettings | None = None  # None: the journal's defaults
-
-    def render(self) -> None:
-        label_old = "/dev/null" if self.created else f"{self.path}\t(original)"
-        self.diff = unified_diff(self.old, self.new, self.spans, label_old, f"{self.path}\t(new)")
+    key: str = ""  # the canonical path the edit lock named the file by (the journal's too)
+    before: bytes | None = None  # the bytes the plan was made from, for the journal (None: it reads them)
 
 
 # The edit limit of the tool whose plan runs in this context (see `limit_in_force`).
@@ -79,11 +78,15 @@ def limit_in_force(limit: int) -> Iterator[None]:
         _EDIT_LIMIT.reset(token)
 
 
-def read_existing(ws: Workspace, loc: Location) -> tuple[object, bytes] | None:
-    """(stat, bytes) of the file, or None if it does not exist. Directories and special files are refused."""
+def read_existing(ws: Workspace, loc: Location, views: FileViews | None = None) -> tuple[object, bytes] | None:
+    """(stat, bytes) of the file, or None if it does not exist, in one open. Directories and special files
+    are refused; so is, first, a file the session `views` saw and that changed since (see `freshness`)."""
     limit = _EDIT_LIMIT.get()
     try:
         with ws.open_file(loc) as (node, handle):
+            read = None
+            if views is not None:
+                read = freshness.check(views, node, lambda: handle.read(limit + 1))  # type: ignore[attr-defined]
             if node.st.st_size > limit:
                 size = node.st.st_size
                 raise ToolError(
@@ -92,8 +95,10 @@ def read_existing(ws: Workspace, loc: Location) -> tuple[object, bytes] | None:
                     "run_shell_command (e.g. sed) instead.",
                     ErrorKind.FILE_TOO_LARGE,
                 )
-            return node.st, handle.read()  # type: ignore[attr-defined]
+            return node.st, read if read is not None else handle.read()  # type: ignore[attr-defined]
     except ToolError as exc:
-        if exc.kind == ErrorKind.FILE_NOT_FOUND:
-            return None
-        raise
+        if exc.kind != ErrorKind.FILE_NOT_FOUND:
+            raise
+    if views is not None:
+        freshness.check_missing(views, loc)
+    return None
