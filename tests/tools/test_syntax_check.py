@@ -90,3 +90,26 @@ def test_cost_on_a_60_kb_file_is_small() -> None:
     start = time.perf_counter()
     assert syntax_note("/r/m.py", text, text) is None
     assert time.perf_counter() - start < 0.5
+
+
+def test_the_text_an_edit_wrote_is_not_parsed_again(monkeypatch) -> None:
+    """A broken file edited again (still broken): its old text is the one the last edit wrote, whose outcome is
+    remembered; text written by something else is parsed."""
+    from coretools.tools.textedit import syntax
+
+    parsed: list[str] = []
+    real = syntax._check_python
+
+    def counting(text: str):
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setitem(syntax._BY_SUFFIX, "py", lambda: (syntax._PYTHON, counting))
+    first, second, third = "def f(:\n  pass\n", "def f(:\n  return 1\n", "def g(:\n  return 2\n"
+    assert syntax_note("/r/again.py", "x = 1\n", first) is not None
+    assert syntax_note("/r/again.py", first, second) is None  # already broken
+    assert parsed == [first, "x = 1\n", second]
+    assert syntax_note("/r/again.py", "y = (\n", third) is None  # changed since by another program
+    assert parsed[3:] == [third, "y = (\n"]
+    assert syntax_note("/r/other.py", second, third) is None  # remembered per file
+    assert parsed[5:] == [third, second]
