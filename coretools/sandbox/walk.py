@@ -91,12 +91,14 @@ def walk(
     report: WalkReport | None = None,
     include_dirs: bool = False,
     cancelled: Callable[[], None] | None = None,
+    top_only: bool = False,
 ) -> Iterator[DirEntry]:
     """The files below the directory `loc` (and, `include_dirs`, the directories), depth first, names
     sorted, a directory's files before its subdirectories; ignored directories pruned, symlinks never
     followed. Each directory is opened relative to its parent's descriptor with O_NOFOLLOW, so a directory
     swapped for a link after it was listed is not entered. `cancelled`, if given, is called between
-    directories and may raise."""
+    directories and may raise. `top_only`: the entries of `loc` itself, no subdirectory entered (and none
+    reported as a depth cut)."""
     bounds = bounds or WalkBounds()
     report = report if report is not None else WalkReport()
     with ws.open_dir(loc) as (node, top_fd):
@@ -133,6 +135,8 @@ def walk(
                         if is_dir:
                             if include_dirs:
                                 yield entry
+                            if top_only:
+                                continue
                             if depth + 1 >= bounds.max_depth:
                                 report.truncated = f"did not descend below depth {bounds.max_depth}"
                                 continue
@@ -201,19 +205,23 @@ def find_files(
     ctx: Reporter | None,
     report: WalkReport,
     *,
-    names: NameFilter,
+    names: NameFilter | None,
     bounds: WalkBounds | None = None,
     select: Callable[[str], bool] | None = None,
+    top_only: bool = False,
 ) -> FileTable:
     """glob's walk: the files `walk_files` would give, as one `FileTable` (rows in no particular order),
     with `names` (see `name_filter`), a cheaper test of the same choice as `select`, given to rg as
     `--glob`s. The ignored count is not kept (rg would log every file it skipped by name). `loc` must be
-    canonical (as `open_node` gives it back): its root is the table's."""
+    canonical (as `open_node` gives it back): its root is the table's.
+
+    `top_only` (a pattern that can only match in `loc` itself, such as `*.md`): that one directory is listed
+    here; starting rg would cost the server several times as much."""
     bounds = bounds or WalkBounds()
-    table = _rg_table(ws, loc, options, ctx, report, bounds, select, names, count_ignored=False)
+    table = None if top_only else _rg_table(ws, loc, options, ctx, report, bounds, select, names, count_ignored=False)
     if table is None:
         table = FileTable(loc.root)
-        for entry in _walked(ws, loc, options, ctx, report, bounds, select):
+        for entry in _walked(ws, loc, options, ctx, report, bounds, select, top_only=top_only):
             table.rels.append(entry.rel)
             table.mtimes.append(entry.mtime)
             table.sizes.append(entry.size)
@@ -352,10 +360,12 @@ def _walked(
     report: WalkReport,
     bounds: WalkBounds,
     select: Callable[[str], bool] | None,
+    top_only: bool = False,
 ) -> Iterator[DirEntry]:
-    """The Python walk's files (when rg cannot be used), with progress and cancellation."""
+    """The Python walk's files (when rg cannot be used, or `top_only`), with progress and cancellation."""
     count = 0
-    for entry in walk(ws, loc, options, bounds=bounds, report=report, cancelled=anyio.from_thread.check_cancelled):
+    cancelled = anyio.from_thread.check_cancelled
+    for entry in walk(ws, loc, options, bounds=bounds, report=report, cancelled=cancelled, top_only=top_only):
         count += 1
         if ctx is not None and count % PROGRESS_EVERY == 0:
             _progress(ctx, count, f"walked {count} files")

@@ -212,7 +212,8 @@ def _matching(
     """The files below `base` that the glob `rest` (relative to it) matches and `options` let through."""
     matches = functools.partial(globmatch, patterns=rest, case_sensitive=case_sensitive)
     names = name_filter(rest, case_sensitive)
-    return find_files(ws, base, options, ctx, report, names=names, select=matches)
+    top_only = "/" not in rest and "**" not in rest  # matches only names in `base` itself
+    return find_files(ws, base, options, ctx, report, names=names, select=matches, top_only=top_only)
 
 
 def _hidden_matches(
