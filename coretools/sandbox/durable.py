@@ -288,9 +288,12 @@ def append_record(fd: int, start: int, header: bytes, blob: bytes, *, sync: bool
     data and the new size, all that a later read needs (a new file's name is the caller's to sync)."""
     crc = zlib.crc32(blob)
     prefix = pack_prefix(header, blob, crc)
-    _write_all(fd, prefix)
-    if blob:
-        _write_all(fd, blob)
+    written = os.writev(fd, [prefix, blob]) if blob else 0
+    if written < len(prefix):
+        _write_all(fd, prefix[written:])
+        written = len(prefix)
+    if written < len(prefix) + len(blob):
+        _write_all(fd, memoryview(blob)[written - len(prefix):])
     if sync:
         os.fdatasync(fd)
     return start + len(prefix) + len(blob), Blob(start + len(prefix), len(blob), crc)

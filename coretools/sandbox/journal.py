@@ -183,13 +183,14 @@ class _State:
     def live(self) -> list[Entry]:
         return [self.entries[i] for i in sorted(self.entries) if i >= self.floor and i not in self.voided]
 
-    def apply(self, segment: _Segment, header: bytes, blob: durable.Blob) -> None:
-        """Take in one whole record of `segment`."""
+    def apply(self, segment: _Segment, header: bytes, blob: durable.Blob, record: object = None) -> None:
+        """Take in one whole record of `segment` (`record`: its header, parsed, when the caller has it)."""
         segment.records += 1
-        try:
-            record = json.loads(header)
-        except ValueError:
-            return
+        if record is None:
+            try:
+                record = json.loads(header)
+            except ValueError:
+                return
         if not isinstance(record, dict):
             return
         if isinstance(record.get("void"), int):
@@ -439,7 +440,7 @@ class Journal:
             raise
         if roll:
             state.segments[segment.number] = segment
-        state.apply(segment, header, where)
+        state.apply(segment, header, where, record)
         segment.end = stop
         return durable.DeferredSync(fd, self.folder if roll else None, lambda: self._drop_dead(state, sweep=roll)).run
 

@@ -40,6 +40,13 @@ class Writes:
         if name in ("", ".", ".."):
             raise InvalidPath(f"Path does not name a file: {loc.shown}")
         flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
+        try:
+            plain = kernel.open_plain(self.roots[loc.root].fd, parent_rel, flags)
+        except OSError:
+            plain = None  # the general route below reports it
+        if plain is not None:  # no symlink on the way: the path given, normalised, is the real one
+            norm = os.path.normpath(parent_rel) if parent_rel else "."
+            return plain, loc.root, "" if norm == "." else norm, name
         parent_loc = Location(loc.root, parent_rel, os.path.dirname(loc.shown))
         try:
             fd, root = kernel.open_beneath(self._anchors, loc.root, parent_rel, flags)
@@ -320,9 +327,6 @@ class Writes:
         """The canonical absolute path of the file `loc` names, following a contained symlink at the target
         as `write_atomic` does. It names the file across atomic replacements (an inode would not) and is the
         same in every Workspace of this process, so it can key a process-wide lock."""
-        plain = self._plain_key(loc)
-        if plain is not None:
-            return plain
         try:
             parent_fd, root, parent_rel, name = self._parent_of(loc, create=False)
         except PathError as exc:
@@ -343,20 +347,6 @@ class Writes:
                 pass  # dangling or escaping: the write will refuse it; key the link itself
         rel = f"{parent_rel}/{name}" if parent_rel else name
         return os.path.join(self.roots[root].path, rel)
-
-    def _plain_key(self, loc: Location) -> str | None:
-        """`edit_key` in one open when no step of the path is a symlink (the path given, normalised, is then
-        the real one); None when that is not so, or not known."""
-        if not kernel.O_PATH or self.is_scratch(loc.root) or loc.rel.rpartition("/")[2] in ("", ".", ".."):
-            return None
-        try:
-            fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, kernel.O_PATH)
-        except OSError:
-            return None
-        if fd is None:
-            return None
-        os.close(fd)
-        return os.path.join(self.roots[loc.root].path, os.path.normpath(loc.rel))
 
     def lock_edit(self, loc: Location, *, cancelled: Callable[[], object] | None = None) -> EditLock:
         """Take the process-wide lock of the file `loc` names (blocking; `cancelled` is called while waiting
