@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
+from itertools import accumulate
 from dataclasses import dataclass
 
 DIFF_CONTEXT = 3
@@ -95,10 +96,7 @@ def whole_file_spans(old: str, new: str, max_lines: int = 20000) -> list[Span]:
 
 
 def _offsets(lines: list[str]) -> list[int]:
-    out = [0]
-    for line in lines:
-        out.append(out[-1] + len(line))
-    return out
+    return list(accumulate(map(len, lines), initial=0))
 
 
 def _back(text: str, pos: int, lines: int) -> tuple[int, int]:
@@ -211,6 +209,11 @@ def refined(old: str, new: str, spans: list[Span], max_lines: int = 2_000) -> li
         a = old[span.os:span.oe].splitlines(keepends=True)
         b = new[span.ns:span.ne].splitlines(keepends=True)
         a_off, b_off = _offsets(a), _offsets(b)
+        if set(a).isdisjoint(b):  # no line left equal: what the matcher would say, without it
+            if a or b:
+                out.append(Span(span.os, span.os + a_off[-1], span.ns, span.ns + b_off[-1], span.old_line,
+                                span.new_line, len(a), len(b)))
+            continue
         for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
             if tag != "equal":
                 out.append(Span(span.os + a_off[i1], span.os + a_off[i2], span.ns + b_off[j1], span.ns + b_off[j2],
@@ -262,8 +265,7 @@ def _marked(text: str, a: int, b: int, mark: str, number: int, width: int) -> It
             line = line[:-1]
         if stop - pos > MAX_SHOWN_LINE:
             line = line[:MAX_SHOWN_LINE] + f"[... {stop - pos - MAX_SHOWN_LINE} more characters]"
-        label = str(number) if number else ""
-        yield f"{mark}{label:>{width}}|{line}"
+        yield f"{mark}{(str(number) if number else '').rjust(width)}|{line}"
         if nxt < 0:
             if b == len(text):
                 yield "\\ No newline at end of file"
