@@ -328,6 +328,39 @@ async def test_every_way_out_of_an_edit_lets_go_of_the_lock(root: Path, confirm:
     assert locks_mod._EDIT_LOCKS._locks == {}
 
 
+async def test_a_call_cancelled_before_it_writes_changes_nothing(root: Path, monkeypatch) -> None:
+    """Cancelled while waiting for the file's lock, or while its edit is being planned (the whole edit runs
+    in one worker thread): nothing is written and no lock is left behind."""
+    from coretools.tools.replace import Replace
+
+    f = root / "c.txt"
+    f.write_text("v=0\n")
+    toolset, (ctx,), spaces = _contexts(root, 1)
+    try:
+        held = spaces[0].lock_edit(spaces[0].locate(str(f)))
+        try:
+            with anyio.move_on_after(0.3) as scope:
+                await toolset.call("replace", replace_args(f, "v=0", "v=1"), ctx)
+            assert scope.cancelled_caught
+        finally:
+            held.release()
+        real_plan = Replace.plan
+
+        def slow_plan(self, *args):
+            time.sleep(0.6)  # the call is cancelled meanwhile
+            return real_plan(self, *args)
+
+        monkeypatch.setattr(Replace, "plan", slow_plan)
+        with anyio.move_on_after(0.2) as scope:
+            await toolset.call("replace", replace_args(f, "v=0", "v=2"), ctx)
+        assert scope.cancelled_caught
+    finally:
+        for ws in spaces:
+            ws.close()
+    assert f.read_text() == "v=0\n"
+    assert locks_mod._EDIT_LOCKS._locks == {}
+
+
 async def test_same_file_waits_different_file_proceeds(root: Path) -> None:
     """File A's edit holds its lock while the user is asked; an edit of B completes meanwhile, and a second
     edit of A only reads the file after the first one wrote it."""
