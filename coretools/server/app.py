@@ -8,6 +8,7 @@ when the client supports it) and hands the call to `ToolSet`.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import warnings
@@ -288,12 +289,21 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
     return server, toolset
 
 
+def settle_heap() -> None:
+    """Put what was built at start (the SDK, the schemas, the tool registry) out of the cyclic garbage
+    collector's sight. None of it becomes garbage while the server runs, yet each collection of the oldest
+    generation would walk all of it again; frozen, collections look only at what calls allocate."""
+    gc.collect()
+    gc.freeze()
+
+
 async def serve_stdio(config: ServerConfig) -> None:
     from mcp.server.stdio import stdio_server
 
     from coretools.server.stdio import claim_pipes
 
     server, _ = build_server(config)
+    settle_heap()
     with claim_pipes() as pipes:
         # our event-loop pipes where we can have them (see coretools.server.stdio), else the SDK's own
         streams = stdio_server(pipes.reader, pipes.writer) if pipes else stdio_server()  # type: ignore[arg-type]

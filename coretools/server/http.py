@@ -420,6 +420,7 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
     import uvicorn
 
     from coretools.server import http_guard
+    from coretools.server.app import settle_heap
 
     level = config.log_level or "warning"
     soft, _ = http_guard.raise_nofile_limit()
@@ -428,6 +429,7 @@ def _run(config: ServerConfig, settings: HttpSettings, sock: socket.socket) -> i
         logger.info("at most %d connections: half the descriptor limit of %d", cap, soft)
     stats = http_guard.ConnectionStats()
     app = build_app(config, settings, stats)  # builds the tools: may raise ConfigurationError
+    settle_heap()
     log_filter = http_guard.RateLimitFilter() if level != "debug" else None
     remove_filter = http_guard.install_log_filter(log_filter) if log_filter is not None else (lambda: None)
     uv_config = uvicorn.Config(
