@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location
@@ -53,14 +51,6 @@ class WriteFile(te.EditTool):
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         content: str = args["content"]
         loc = ctx.workspace.locate(args["file_path"])
-        found = await self._omission(ctx, loc, content)
-        if found is not None:
-            raise ToolError(
-                f"`content` contains an omission placeholder ({found!r}): it looks like a placeholder for omitted "
-                "code, and writing it would lose that code. Nothing was written. Provide the "
-                "complete file content, or use 'replace' to change only part of the file.",
-                ErrorKind.INVALID_TOOL_PARAMS,
-            )
         plan, outcome = await self.edit(ctx, loc, args)
         if plan is None or outcome is None:
             return ToolResult.text(f"No changes: {loc.shown} already has exactly this content; nothing was written.")
@@ -70,17 +60,24 @@ class WriteFile(te.EditTool):
             headline = f"Successfully overwrote file: {outcome.path}."
         return te.result(plan, headline, args, "`content`", content)
 
-    async def _omission(self, ctx: ToolContext, loc: Location, content: str) -> str | None:
-        """The placeholder line of `content` that stands for omitted code (see `te.omission`): any in a new
-        file, as Gemini CLI refuses; in an existing one only a new placeholder where old lines are gone. The
-        file is read only when `content` has a placeholder at all."""
+    def precheck(self, ws: Workspace, loc: Location, args: dict[str, Any]) -> None:
+        """Refuse `content` with a placeholder line that stands for omitted code (see `te.omission`): any in a
+        new file, as Gemini CLI refuses; in an existing one only a new placeholder where old lines are gone.
+        The file is read for this only when `content` has a placeholder at all."""
+        content: str = args["content"]
         if te.placeholder_line(content, loc.shown) is None:
-            return None
-        return await anyio.to_thread.run_sync(self._omission_in_file, ctx.workspace, loc, content)
+            return
+        found = self._omission_in_file(ws, loc, content)
+        if found is not None:
+            raise ToolError(
+                f"`content` contains an omission placeholder ({found!r}): it looks like a placeholder for omitted "
+                "code, and writing it would lose that code. Nothing was written. Provide the "
+                "complete file content, or use 'replace' to change only part of the file.",
+                ErrorKind.INVALID_TOOL_PARAMS,
+            )
 
     def _omission_in_file(self, ws: Workspace, loc: Location, content: str) -> str | None:
-        with te.limit_in_force(self.options.edit_limit):
-            existing = te.read_existing(ws, loc)
+        existing = te.read_existing(ws, loc)
         if existing is None:
             return te.omission(content, None, loc.shown)
         try:

@@ -163,15 +163,19 @@ class EditTool(Tool):
     ) -> Plan | None:
         raise NotImplementedError
 
+    def precheck(self, ws: Workspace, loc: Location, args: dict) -> None:
+        """Refuse the edit (raise a ToolError) before the file is read for it; runs under the file's lock."""
+
     def _prepare(
         self, ws: Workspace, loc: Location, args: dict, views: FileViews | None
     ) -> tuple[EditLock, Plan | None]:
-        """Take the file's lock (giving up if the call is cancelled meanwhile), read the file once (refused if
-        the session's view of it is stale) and plan the edit within this server's edit limit. Returns the
-        lock, held; the plan is None when there is nothing to write."""
+        """Take the file's lock (giving up if the call is cancelled meanwhile), run `precheck`, read the file
+        once (refused if the session's view of it is stale) and plan the edit within this server's edit limit.
+        Returns the lock, held; the plan is None when there is nothing to write."""
         lock = ws.lock_edit(loc, cancelled=anyio.from_thread.check_cancelled)
         try:
             with limit_in_force(self.options.edit_limit):
+                self.precheck(ws, loc, args)
                 plan = self.plan(ws, loc, args, read_existing(ws, loc, views))
                 if plan is not None and len(plan.data) > edit_limit():
                     raise too_big(plan.path, len(plan.data), "the new content",
