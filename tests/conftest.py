@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# Every run caches bytecode, whatever PYTHONDONTWRITEBYTECODE says: the suite starts hundreds of Python
+# processes, and each would otherwise compile coretools and its dependencies again (~0.8 s of CPU each).
+# Python checks a cached file against its source before using it. Set before the imports below, so this
+# process caches what it imports; workers and the processes the tests start inherit the environment.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 from support import (  # noqa: F401 - re-exported for suites that import helpers from conftest
     REPO,
@@ -66,6 +75,25 @@ SERIAL = (
 )
 
 
+# The units (see `_xdist_scope`) that take longest, longest first. Each starts at once on a worker that has
+# nothing queued behind it, so no long unit begins late and stretches the end of the run; the other units
+# follow, largest first, as xdist orders them.
+LONG = (
+    "serial",
+    "tests/tools/test_edit_safety.py::test_kill_at_random_moments_leaves_old_or_new",
+    "tests/server/test_http.py",
+    "tests/attacks/test_http_flood.py",
+    "tests/server/test_cancel_modes.py",
+    "tests/test_history_undo.py::test_history_and_undo_from_another_directory",
+    "tests/client/test_e2e_loop.py",
+    "tests/client/test_oauth.py",
+    "tests/server/test_faults.py::test_server_killed_mid_replace_leaves_old_or_new[temp-file-seen]",
+    "tests/client/test_xml_loop.py",
+    "tests/client/test_cli.py::test_client_call",
+    "tests/attacks/test_http_auth_methods.py",
+)
+
+
 @functools.cache
 def _has_module_fixture(module: str) -> bool:
     try:
@@ -84,6 +112,31 @@ def _xdist_scope(nodeid: str) -> str:
     return module if _has_module_fixture(module) else nodeid
 
 
+def _cache_rewritten_test_modules(config: pytest.Config) -> None:
+    """Rewrite the asserts of every test module once, into pytest's own cache (checked against the source's
+    hash), before the workers start: each worker would otherwise rewrite all of them (~4 s of CPU each)."""
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+    except (ImportError, AttributeError, KeyError):
+        return
+    patterns = [*config.getini("python_files"), "conftest.py"]
+    for source in sorted((REPO / "tests").rglob("*.py")):
+        if not any(fnmatch.fnmatch(source.name, pattern) for pattern in patterns):
+            continue
+        pyc = rewrite.get_cache_dir(source) / (source.name[:-3] + rewrite.PYC_TAIL)
+        if rewrite._read_pyc(source, pyc) is None and rewrite.try_makedirs(pyc.parent):
+            source_hash, code = rewrite._rewrite_test(source, config)
+            rewrite._write_pyc(state, code, source_hash, pyc)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        _cache_rewritten_test_modules(config)
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto`: two workers per core, as the tests spend about half their time waiting on subprocesses
     and timers. PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
@@ -96,10 +149,34 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's types
     # Not `--dist loadgroup` with xdist_group marks: on pytest 9.2 it silently stops grouping
     # (pytest-dev/pytest-xdist#1386).
+    from collections import OrderedDict
+
     from xdist.scheduler import LoadScopeScheduling
 
+    def rank(scope: str) -> int:
+        return LONG.index(scope) if scope in LONG else len(LONG)
+
     class Scheduler(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return _xdist_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:  # noqa: ANN001
+            if not self.ordered:
+                self.ordered = True
+                self.workqueue = OrderedDict(sorted(self.workqueue.items(), key=lambda item: rank(item[0])))
+            super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:  # noqa: ANN001
+            """Behind a long unit only one more unit is queued, the smallest: a worker starts its last
+            test only once it has another one (or is told to stop)."""
+            assigned = self.assigned_work.get(node, {})
+            long_running = any(rank(scope) < len(LONG) and not all(unit.values()) for scope, unit in assigned.items())
+            if not long_running or node.shutting_down or not self.workqueue:
+                super()._reschedule(node)
+            elif self._pending_of(assigned) <= 1:
+                self.workqueue.move_to_end(next(reversed(self.workqueue)), last=False)
+                self._assign_work_unit(node)
 
     return Scheduler(config, log)
