@@ -98,6 +98,14 @@ def http_servers(tmp_path_factory: pytest.TempPathFactory):
         assert server.stop() == 0, "".join(server.stderr)
 
 
+@pytest.fixture(scope="module")
+def open_stateless_server(tmp_path_factory: pytest.TempPathFactory):
+    """A stateless server without a bearer token."""
+    server = HttpServer.start([tmp_path_factory.mktemp("open-root")], "--stateless")
+    yield server
+    assert server.stop() == 0, "".join(server.stderr)
+
+
 def _client(transport: str, mode: str, http_servers, root: Path, **kwargs):
     if transport == "stdio":
         from mcp import Client
@@ -251,36 +259,39 @@ async def _call_with_id(
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
 @pytest.mark.parametrize("auth", ["token", "no-token"])
-async def test_posted_cancel_reaches_only_the_callers_call(tmp_path: Path, auth: str, version: str) -> None:
+async def test_posted_cancel_reaches_only_the_callers_call(
+    request: pytest.FixtureRequest, tmp_path: Path, auth: str, version: str
+) -> None:
     """A `notifications/cancelled` POSTed on its own connection stops a call running outside a session
     (stateless 2025-era, or 2026-07-28), when it comes from the caller who started the call.
 
     Two tokens cannot be configured at once, so with a token the other caller holds a wrong token or
     none (refused with 401, the call keeps running); without a token, any local client is the caller."""
-    (tmp_path / "root").mkdir()
     token = TOKEN if auth == "token" else None
-    flags = ["--stateless"] + (["--auth-token-env", "CORETOOLS_CANCEL_TOKEN"] if token else [])
-    with HttpServer.start([tmp_path / "root"], *flags, env={"CORETOOLS_CANCEL_TOKEN": TOKEN}) as server:
-        pidfile = tmp_path / "owned.pid"
-        done = anyio.Event()
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_call_with_id, server.url, 7, pidfile, token, version, done)
-                pid = await wait_pid(pidfile)
-                if token is not None:
-                    for other in ("someone-else-" + "x" * 30, None):
-                        assert _post(server.url, _cancel_body(7), other, version).status_code == 401
-                assert _post(server.url, _cancel_body("7"), token, version).status_code == 202  # another id
-                assert _post(server.url, _cancel_body(8), token, version).status_code == 202
-                await anyio.sleep(1.0)
-                assert pid_alive(pid), "a cancel naming another call stopped this one"
-                since = time.monotonic()
-                assert _post(server.url, _cancel_body(7), token, version).status_code == 202
-                with anyio.fail_after(5):
-                    await done.wait()
-                assert await kill_latency(pid, since, f"posted-cancel/{auth}/{version}") < KILL_DEADLINE
-        finally:
-            cleanup(pidfile)
+    if token:
+        server = request.getfixturevalue("http_servers")[0]["stateless"]
+    else:
+        server = request.getfixturevalue("open_stateless_server")
+    pidfile = tmp_path / "owned.pid"
+    done = anyio.Event()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_call_with_id, server.url, 7, pidfile, token, version, done)
+            pid = await wait_pid(pidfile)
+            if token is not None:
+                for other in ("someone-else-" + "x" * 30, None):
+                    assert _post(server.url, _cancel_body(7), other, version).status_code == 401
+            assert _post(server.url, _cancel_body("7"), token, version).status_code == 202  # another id
+            assert _post(server.url, _cancel_body(8), token, version).status_code == 202
+            await anyio.sleep(1.0)
+            assert pid_alive(pid), "a cancel naming another call stopped this one"
+            since = time.monotonic()
+            assert _post(server.url, _cancel_body(7), token, version).status_code == 202
+            with anyio.fail_after(5):
+                await done.wait()
+            assert await kill_latency(pid, since, f"posted-cancel/{auth}/{version}") < KILL_DEADLINE
+    finally:
+        cleanup(pidfile)
 
 
 # -- the table of calls running outside sessions (in process) --------------------------------------------

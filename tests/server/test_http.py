@@ -39,9 +39,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory):
-    """One probe-enabled stateful server for the tests that need no special flags."""
+def _shared_server(tmp_path_factory: pytest.TempPathFactory, *flags: str):
     base = tmp_path_factory.mktemp("shared")
     root = base / "root"
     (root / "a").mkdir(parents=True)
@@ -49,9 +47,27 @@ def shared(tmp_path_factory: pytest.TempPathFactory):
     (root / "a" / "fa.txt").write_text("alpha\n")
     (root / "b" / "fb.txt").write_text("beta\n")
     (root / "hello.txt").write_text("hello over http\n")
-    server = HttpServer.start([root], probe=True)
+    server = HttpServer.start([root], *flags, probe=True)
     yield server, root, base
     assert server.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory):
+    """One probe-enabled stateful server for the tests that need no special flags."""
+    yield from _shared_server(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def shared_stateless(tmp_path_factory: pytest.TempPathFactory):
+    """One probe-enabled `--stateless` server, the same root as `shared`."""
+    yield from _shared_server(tmp_path_factory, "--stateless")
+
+
+@pytest.fixture(params=[False, True], ids=["stateful", "stateless"])
+def either(request: pytest.FixtureRequest):
+    """`shared` or `shared_stateless`."""
+    return request.getfixturevalue("shared_stateless" if request.param else "shared")
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -92,21 +108,19 @@ def test_nothing_on_stdout(shared) -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("stateless", [False, True], ids=["stateful", "stateless"])
-async def test_progress_arrives_over_sse(tmp_path: Path, mode: str, stateless: bool) -> None:
-    (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"], *(["--stateless"] if stateless else []), probe=True) as server:
-        seen: list[tuple[float, float | None, str | None]] = []
+async def test_progress_arrives_over_sse(mode: str, either) -> None:
+    server, _, _ = either
+    seen: list[tuple[float, float | None, str | None]] = []
 
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            seen.append((done, total, message))
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
 
-        async with http_client(server.url, mode) as client:
-            result = await client.call_tool("probe_sleep", {"seconds": 0.5, "steps": 5}, progress_callback=on_progress)
-            assert not result.is_error, _text(result)
-            assert await _until(lambda: len(seen) == 5)  # notifications may trail the result
-        assert [s[0] for s in seen] == [1, 2, 3, 4, 5]
-        assert seen[-1] == (5, 5, "step 5/5")
+    async with http_client(server.url, mode) as client:
+        result = await client.call_tool("probe_sleep", {"seconds": 0.5, "steps": 5}, progress_callback=on_progress)
+        assert not result.is_error, _text(result)
+        assert await _until(lambda: len(seen) == 5)  # notifications may trail the result
+    assert [s[0] for s in seen] == [1, 2, 3, 4, 5]
+    assert seen[-1] == (5, 5, "step 5/5")
 
 
 @pytest.mark.anyio
@@ -154,22 +168,19 @@ anyio.run(main, *sys.argv[1:])
 """
 
 
-@pytest.mark.parametrize("stateless", [False, True], ids=["stateful", "stateless"])
-def test_vanished_client_call_is_cancelled(tmp_path: Path, mode: str, stateless: bool) -> None:
+def test_vanished_client_call_is_cancelled(mode: str, either, tmp_path: Path) -> None:
     """A client process killed mid-call (no DELETE, no cancel notification): its call is cancelled anyway."""
-    (tmp_path / "root").mkdir()
+    server, _, _ = either
     marker = str(tmp_path / "vanish")
-    flags = ["--stateless"] if stateless else []
-    with HttpServer.start([tmp_path / "root"], *flags, probe=True) as server:
-        script = CLIENT_SCRIPT.format(tests=str(REPO / "tests"))
-        client = subprocess.Popen([sys.executable, "-c", script, server.url, mode, marker], env=server_env())
-        try:
-            assert wait_for(lambda: os.path.exists(marker + ".started"), 20)
-        finally:
-            client.kill()
-            client.wait()
-        assert wait_for(lambda: os.path.exists(marker + ".cancelled"), 10), "".join(server.stderr)
-        assert server.alive()
+    script = CLIENT_SCRIPT.format(tests=str(REPO / "tests"))
+    client = subprocess.Popen([sys.executable, "-c", script, server.url, mode, marker], env=server_env())
+    try:
+        assert wait_for(lambda: os.path.exists(marker + ".started"), 20)
+    finally:
+        client.kill()
+        client.wait()
+    assert wait_for(lambda: os.path.exists(marker + ".cancelled"), 10), "".join(server.stderr)
+    assert server.alive()
 
 
 # -- sessions: roots, isolation, limits -------------------------------------------------------------------
@@ -216,20 +227,15 @@ async def test_client_roots_cannot_widen(shared) -> None:
 
 
 @pytest.mark.anyio
-async def test_without_a_back_channel_the_operator_roots_apply(tmp_path: Path) -> None:
+async def test_without_a_back_channel_the_operator_roots_apply(shared, shared_stateless) -> None:
     """Stateless HTTP and 2026-era requests cannot ask the client for roots: the operator roots apply."""
-    root = tmp_path / "root"
-    (root / "a").mkdir(parents=True)
-    (root / "b").mkdir()
-    (root / "a" / "fa.txt").write_text("alpha\n")
-    (root / "b" / "fb.txt").write_text("beta\n")
     everything = {"a/fa.txt": True, "b/fb.txt": True}
-    with HttpServer.start([root], "--stateless") as server:
-        for mode in ("legacy", "auto"):
-            assert await _visible(server.url, mode, root, root / "a") == everything
-    with HttpServer.start([root]) as server:
-        assert await _visible(server.url, "auto", root, root / "a") == everything
-        assert await _visible(server.url, "legacy", root, root / "a") == {"a/fa.txt": True, "b/fb.txt": False}
+    server, root, _ = shared_stateless
+    for mode in ("legacy", "auto"):
+        assert await _visible(server.url, mode, root, root / "a") == everything
+    server, root, _ = shared
+    assert await _visible(server.url, "auto", root, root / "a") == everything
+    assert await _visible(server.url, "legacy", root, root / "a") == {"a/fa.txt": True, "b/fb.txt": False}
 
 
 @pytest.mark.anyio
@@ -254,27 +260,24 @@ async def test_slow_call_does_not_block_another_clients_reads(shared, mode: str)
 
 
 @pytest.mark.anyio
-async def test_slow_shell_command_does_not_block_reads(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "f.txt").write_text("quick\n")
-    with HttpServer.start([root]) as server:
-        async with http_client(server.url) as shell_client, http_client(server.url) as reader:
-            if "run_shell_command" not in [t.name for t in (await shell_client.list_tools()).tools]:
-                pytest.skip("run_shell_command is not published in this configuration")
-            async with anyio.create_task_group() as tg:
-                done = anyio.Event()
+async def test_slow_shell_command_does_not_block_reads(shared) -> None:
+    server, root, _ = shared
+    async with http_client(server.url) as shell_client, http_client(server.url) as reader:
+        if "run_shell_command" not in [t.name for t in (await shell_client.list_tools()).tools]:
+            pytest.skip("run_shell_command is not published in this configuration")
+        async with anyio.create_task_group() as tg:
+            done = anyio.Event()
 
-                async def slow() -> None:
-                    await shell_client.call_tool("run_shell_command", {"command": "touch started; sleep 60"})
-                    done.set()
+            async def slow() -> None:
+                await shell_client.call_tool("run_shell_command", {"command": "touch shell-started; sleep 60"})
+                done.set()
 
-                tg.start_soon(slow)
-                assert await _until(lambda: (root / "started").exists(), 20)
-                for _ in range(20):
-                    assert "quick" in _text(await reader.call_tool("read_file", {"absolute_path": str(root / "f.txt")}))
-                assert not done.is_set()
-                tg.cancel_scope.cancel()
+            tg.start_soon(slow)
+            assert await _until(lambda: (root / "shell-started").exists(), 20)
+            for _ in range(20):
+                assert "hello over http" in _text(await reader.call_tool("read_file", {"absolute_path": str(root / "hello.txt")}))
+            assert not done.is_set()
+            tg.cancel_scope.cancel()
 
 
 @pytest.mark.anyio
@@ -374,14 +377,13 @@ async def test_bearer_token_required(tmp_path: Path) -> None:
                     await client.list_tools()
 
 
-def test_dns_rebinding_protection(tmp_path: Path) -> None:
-    (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"]) as server:
-        assert _post(server.url).status_code == 200
-        assert _post(server.url, {"Host": "evil.example"}).status_code == 421
-        assert _post(server.url, {"Host": "evil.example:80"}).status_code == 421
-        assert _post(server.url, {"Origin": "http://evil.example"}).status_code == 403
-        assert _post(server.url, {"Origin": "http://localhost:1234"}).status_code == 200
+def test_dns_rebinding_protection(shared) -> None:
+    server, _, _ = shared
+    assert _post(server.url).status_code == 200
+    assert _post(server.url, {"Host": "evil.example"}).status_code == 421
+    assert _post(server.url, {"Host": "evil.example:80"}).status_code == 421
+    assert _post(server.url, {"Origin": "http://evil.example"}).status_code == 403
+    assert _post(server.url, {"Origin": "http://localhost:1234"}).status_code == 200
 
 
 def test_allowed_host_and_origin(tmp_path: Path) -> None:
