@@ -346,11 +346,9 @@ class Journal:
             size = os.stat(self._segment(last.number), follow_symlinks=False).st_size
         except FileNotFoundError:
             return False
-        if size < last.end:
-            return False
         if size > last.end:
             self._read_on(state, last)
-        return True
+        return size >= last.end
 
     def _read_on(self, state: _State, segment: _Segment) -> None:
         """Take in the whole records of `segment` after those already read."""
@@ -501,8 +499,7 @@ def journaled(
         return write(None)
     with journal.locked():
         try:
-            if before is None:
-                before = read_snapshot(ws, loc, journal.settings.max_bytes)
+            before = read_snapshot(ws, loc, journal.settings.max_bytes) if before is None else before
             entry, sync = journal.begin(tool, key or ws.edit_key(loc), before, after)
         except OSError as exc:
             logger.warning("could not journal the edit of %s (%s); it goes ahead unjournaled", loc.shown, exc)
@@ -617,8 +614,7 @@ def _changed_since(shown: str, last: Entry) -> ToolError:
 
 
 def _known_journals() -> list[tuple[float, str, list[str]]]:
-    """(last use, folder, roots) of every journal in the state directory (at most a bounded number); the
-    last use is the time its newest segment was written."""
+    """(last use: its newest segment's mtime, folder, roots) of each journal in the state directory (bounded)."""
     found = []
     try:
         names = os.listdir(journal_root())

@@ -187,9 +187,12 @@ class ToolSet:
         problems = published.tool.missing(arguments) + problems
         if not problems:
             try:
-                args, problems = published.validator.validate(published.tool.translate(arguments or {}))
+                translated = published.tool.translate(arguments or {})
             except ToolError as exc:
                 problems = [exc.message]
+            else:
+                if translated != arguments:  # (newer names given: checked again as the published ones)
+                    args, problems = published.validator.validate(translated)
         if problems:
             lines = "\n".join(f"- {p}" for p in problems)
             return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", ErrorKind.INVALID_TOOL_PARAMS)
