@@ -62,17 +62,54 @@ def scripted(*answers: mcp_types.ElicitResult | Exception):
     return callback, asked
 
 
+class Answering:
+    """The elicitation callback of the module's bridges: each request goes to the callback the running test
+    set."""
+
+    def __init__(self) -> None:
+        self.callback: Any = None
+
+    async def __call__(self, context: Any, params: mcp_types.ElicitRequestParams) -> Any:
+        return await self.callback(context, params)
+
+
+@pytest.fixture(scope="module")
+async def bridges(anyio_backend: str):
+    """One bridge per era, each over its own elicit server (the server keeps no state between calls)."""
+    answering = Answering()
+    config = parse_config({"mcpServers": SERVERS})
+    async with (
+        Bridge(config, elicitation_callback=answering, mode="legacy") as legacy,
+        Bridge(config, elicitation_callback=answering, mode="auto") as auto,
+    ):
+        yield answering, {"legacy": legacy, "auto": auto}
+
+
+@pytest.fixture
+def bridge_for(bridges):
+    """`bridge_for(callback, mode)`: the module's bridge of that era (by default legacy, as `Bridge`'s),
+    answering with `callback`."""
+    answering, by_mode = bridges
+
+    def use(callback: Any, mode: str = "legacy") -> Bridge:
+        answering.callback = callback
+        return by_mode[mode]
+
+    yield use
+    answering.callback = None
+
+
 async def received(bridge: Bridge, tool: str) -> dict[str, Any]:
     outcome = await bridge.call(tool, {})
     assert outcome.ok, outcome.error
     return json.loads(outcome.output)
 
 
-async def test_a_form_answer_gets_the_defaults_in_both_eras(mode: str) -> None:
+async def test_a_form_answer_gets_the_defaults_in_both_eras(bridge_for, mode: str) -> None:
     callback, asked = scripted(mcp_types.ElicitResult(action="accept", content={"name": "Ada"}))
-    async with Bridge(parse_config({"mcpServers": SERVERS}), elicitation_callback=callback, mode=mode) as bridge:
-        assert (await bridge.call("era", {})).output == ERAS[mode]
-        got = await received(bridge, "profile")
+    bridge = bridge_for(callback, mode)
+    assert (await bridge.call("era", {})).output == ERAS[mode]
+    got = await received(bridge, "profile")
     assert got == {"era": ERAS[mode], "action": "accept", "content": {"name": "Ada", **DEFAULTS}}
     [(alias, params)] = asked
     assert alias == "asker" and isinstance(params, mcp_types.ElicitRequestFormParams)
@@ -80,10 +117,10 @@ async def test_a_form_answer_gets_the_defaults_in_both_eras(mode: str) -> None:
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_decline_and_cancel_reach_the_server_without_content(mode: str, action: str) -> None:
+async def test_decline_and_cancel_reach_the_server_without_content(bridge_for, mode: str, action: str) -> None:
     callback, _ = scripted(mcp_types.ElicitResult(action=action, content={"name": "ignored"}))
-    async with Bridge(parse_config({"mcpServers": SERVERS}), elicitation_callback=callback, mode=mode) as bridge:
-        got = await received(bridge, "profile")
+    bridge = bridge_for(callback, mode)
+    got = await received(bridge, "profile")
     assert got == {"era": ERAS[mode], "action": action, "content": None}
 
 
@@ -92,25 +129,25 @@ async def test_decline_and_cancel_reach_the_server_without_content(mode: str, ac
     [({"age": 3}, "'name' is a required property"), ({"name": "Ada", "age": -1}, "age: -1 is less than the minimum of 0"),
      ({"name": "Ada", "colour": "mauve"}, "colour: 'mauve' is not one of")],
 )  # fmt: skip
-async def test_an_answer_that_breaks_the_schema_never_reaches_the_server(mode: str, content: dict, problem: str) -> None:
+async def test_an_answer_that_breaks_the_schema_never_reaches_the_server(bridge_for, mode: str, content: dict, problem: str) -> None:
     callback, _ = scripted(mcp_types.ElicitResult(action="accept", content=content))
-    async with Bridge(parse_config({"mcpServers": SERVERS}), elicitation_callback=callback, mode=mode) as bridge:
-        outcome = await bridge.call("profile", {})
+    bridge = bridge_for(callback, mode)
+    outcome = await bridge.call("profile", {})
     assert not outcome.ok
     assert "does not match the requested form" in outcome.error and problem in outcome.error
 
 
-async def test_a_callback_that_raises_fails_that_call_only(mode: str) -> None:
+async def test_a_callback_that_raises_fails_that_call_only(bridge_for, mode: str) -> None:
     callback, _ = scripted(RuntimeError("boom"), mcp_types.ElicitResult(action="decline"))
-    async with Bridge(parse_config({"mcpServers": SERVERS}), elicitation_callback=callback, mode=mode) as bridge:
-        assert not (await bridge.call("profile", {})).ok
-        assert (await received(bridge, "profile"))["action"] == "decline"
+    bridge = bridge_for(callback, mode)
+    assert not (await bridge.call("profile", {})).ok
+    assert (await received(bridge, "profile"))["action"] == "decline"
 
 
-async def test_url_mode_is_shown_to_the_callback_and_never_opened(mode: str, no_browser: list[str]) -> None:
+async def test_url_mode_is_shown_to_the_callback_and_never_opened(bridge_for, mode: str, no_browser: list[str]) -> None:
     callback, asked = scripted(mcp_types.ElicitResult(action="accept", content={"smuggled": "x"}))
-    async with Bridge(parse_config({"mcpServers": SERVERS}), elicitation_callback=callback, mode=mode) as bridge:
-        got = await received(bridge, "consent")
+    bridge = bridge_for(callback, mode)
+    got = await received(bridge, "consent")
     assert got == {"era": ERAS[mode], "action": "accept", "content": None}
     [(_, params)] = asked
     assert isinstance(params, mcp_types.ElicitRequestURLParams)
@@ -137,12 +174,12 @@ def terminal(*answers: str, opened: list[str] | None = None) -> tuple[TerminalEl
     return TerminalElicitation(lines(*answers), out=out, open_url=lambda url: recorder.append(url) or True), out
 
 
-async def test_the_terminal_asks_each_field_checks_it_and_fills_defaults(mode: str) -> None:
+async def test_the_terminal_asks_each_field_checks_it_and_fills_defaults(bridge_for, mode: str) -> None:
     # accept; empty name (required) then a name; age below the minimum, then not a number, then
     # empty (default); colour by its number; newsletter as yes.
     prompt, out = terminal("a", "", "Ada", "-4", "old", "", "3", "yes")
-    async with Bridge(parse_config({"mcpServers": SERVERS}), elicitation_callback=prompt, mode=mode) as bridge:
-        got = await received(bridge, "profile")
+    bridge = bridge_for(prompt, mode)
+    got = await received(bridge, "profile")
     assert got["content"] == {"name": "Ada", "age": 30, "colour": "blue", "newsletter": True}
     shown = out.getvalue()
     assert "[asker asks] Who are you?" in shown
@@ -151,19 +188,19 @@ async def test_the_terminal_asks_each_field_checks_it_and_fills_defaults(mode: s
 
 
 @pytest.mark.parametrize(("typed", "action"), [(["d"], "decline"), (["c"], "cancel"), ([], "cancel"), (["a", "Ada"], "cancel")])
-async def test_the_terminal_declines_cancels_and_treats_end_of_input_as_cancel(typed: list[str], action: str) -> None:
+async def test_the_terminal_declines_cancels_and_treats_end_of_input_as_cancel(bridge_for, typed: list[str], action: str) -> None:
     prompt, _ = terminal(*typed)
-    async with Bridge(parse_config({"mcpServers": SERVERS}), elicitation_callback=prompt) as bridge:
-        got = await received(bridge, "profile")
+    bridge = bridge_for(prompt)
+    got = await received(bridge, "profile")
     assert (got["action"], got["content"]) == (action, None)
 
 
 @pytest.mark.parametrize(("typed", "opens"), [("o", True), ("a", False)])
-async def test_the_terminal_opens_a_url_only_when_asked_to(mode: str, typed: str, opens: bool) -> None:
+async def test_the_terminal_opens_a_url_only_when_asked_to(bridge_for, mode: str, typed: str, opens: bool) -> None:
     opened: list[str] = []
     prompt, out = terminal(typed, opened=opened)
-    async with Bridge(parse_config({"mcpServers": SERVERS}), elicitation_callback=prompt, mode=mode) as bridge:
-        got = await received(bridge, "consent")
+    bridge = bridge_for(prompt, mode)
+    got = await received(bridge, "consent")
     assert got["action"] == "accept"
     assert "URL: https://consent.example.invalid/approve?request=42" in out.getvalue()
     assert opened == (["https://consent.example.invalid/approve?request=42"] if opens else [])
