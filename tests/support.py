@@ -10,6 +10,8 @@ server in one protocol era (`legacy` = the 2025-11-25 handshake every host speak
 from __future__ import annotations
 
 import argparse
+import copy
+import functools
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -21,12 +23,20 @@ from coretools.cli import build_parser
 REPO = Path(__file__).resolve().parent.parent
 
 
+@functools.lru_cache(maxsize=4)
+def _parser(environment: frozenset[tuple[str, str]]) -> argparse.ArgumentParser:
+    """The CLI's parser, built once per environment (some defaults come from environment variables):
+    building it costs more than most tool calls."""
+    return build_parser()
+
+
 def server_options(roots: list[Path], *extra: str) -> argparse.Namespace:
     """Parse server options exactly as the CLI does (so tool-registered options get their defaults)."""
     argv = ["serve"]
     for r in roots:
         argv += ["--root", str(r)]
-    return build_parser().parse_args([*argv, *extra])
+    parsed = _parser(frozenset(os.environ.items())).parse_args([*argv, *extra])
+    return copy.deepcopy(parsed)  # no two results share a default's list
 
 
 def make_config(roots: list[Path], *extra: str):
