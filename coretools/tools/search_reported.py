@@ -220,7 +220,7 @@ class GatewayCopy:
 # gateway's copy only if the collector still keeps them once rg is done (`RipgrepEngine._confirm_deferred`).
 DEFER_RECORD = 4096  # a longer record read on its own (not in a file's `take_rest` piece) is checked at once
 DEFER_FILE = 1 << 16  # a file's records taken at once (`RecordReader.take_to`) when its end is read already
-DEFER_BYTES = 4 << 20  # of records deferred per rg run, beyond which they are checked at once
+DEFER_BYTES = 2 << 20  # of records deferred per rg run, beyond which they are checked at once
 
 
 class Deferral:
