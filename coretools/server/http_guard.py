@@ -262,7 +262,6 @@ class GuardedProtocol(HttpToolsProtocol):
         self._receiving = False
         self._head_bytes: int | None = 0  # received of a head still incomplete; None from its end to the request's
         self._head_size = 0  # request line and headers of the current head, as parsed
-        self._head_refused = False
         self._refused = False  # answered 431: what else arrives is dropped
         self._completed = 0  # requests received in full
 
@@ -309,11 +308,10 @@ class GuardedProtocol(HttpToolsProtocol):
         uvicorn then calls `send_400_response`, which answers 431 instead."""
         self._head_size += size
         if self._head_size > MAX_HEAD_BYTES:
-            self._head_refused = True
             raise ValueError("request head too large")
 
     def send_400_response(self, msg: str) -> None:
-        if self._head_refused:
+        if self._head_size > MAX_HEAD_BYTES:
             self._refuse_head()
         else:
             super().send_400_response(msg)
