@@ -329,41 +329,44 @@ def _address(server: HttpServer) -> tuple[str, int]:
     return host, int(port)
 
 
+@pytest.fixture(scope="module")
+def short_read_timeout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """A server with `--read-timeout 1`; each test opens connections of its own."""
+    with HttpServer.start([tmp_path_factory.mktemp("read-timeout")], "--read-timeout", "1") as server:
+        yield server
+
+
 @pytest.mark.parametrize(
     "kind",
     ["silent", "half-request-line", "headers-dripped", "body-incomplete", "second-request-stalls"],
 )
-def test_read_timeout_closes_incomplete_requests(tmp_path: Path, kind: str) -> None:
-    (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"], "--read-timeout", "1") as server:
-        host, port = _address(server)
-        with socket.create_connection((host, port), timeout=5) as sock:
-            hostport = f"{host}:{port}"
-            if kind == "half-request-line":
-                sock.sendall(b"POST /mcp HTT")
-            elif kind == "headers-dripped":
-                sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: {hostport}\r\n".encode())
-            elif kind == "body-incomplete":
-                head = f"POST /mcp HTTP/1.1\r\nHost: {hostport}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n"
-                sock.sendall(head.encode() + b'{"jsonrpc"')
-            elif kind == "second-request-stalls":
-                sock.sendall(f"GET /nowhere HTTP/1.1\r\nHost: {hostport}\r\n\r\n".encode())
-                sock.settimeout(5)
-                assert sock.recv(65536).startswith(b"HTTP/1.1 404")
-                sock.sendall(b"GET /mcp HTTP/1.1\r\nHo")
-            closed = _dripped_until_closed(sock, 6.0) if kind == "headers-dripped" else _closed_within(sock, 6.0)
-            assert closed is not None and closed < 4.0, closed
+def test_read_timeout_closes_incomplete_requests(short_read_timeout: HttpServer, kind: str) -> None:
+    host, port = _address(short_read_timeout)
+    with socket.create_connection((host, port), timeout=5) as sock:
+        hostport = f"{host}:{port}"
+        if kind == "half-request-line":
+            sock.sendall(b"POST /mcp HTT")
+        elif kind == "headers-dripped":
+            sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: {hostport}\r\n".encode())
+        elif kind == "body-incomplete":
+            head = f"POST /mcp HTTP/1.1\r\nHost: {hostport}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n"
+            sock.sendall(head.encode() + b'{"jsonrpc"')
+        elif kind == "second-request-stalls":
+            sock.sendall(f"GET /nowhere HTTP/1.1\r\nHost: {hostport}\r\n\r\n".encode())
+            sock.settimeout(5)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 404")
+            sock.sendall(b"GET /mcp HTTP/1.1\r\nHo")
+        closed = _dripped_until_closed(sock, 6.0) if kind == "headers-dripped" else _closed_within(sock, 6.0)
+        assert closed is not None and closed < 4.0, closed
 
 
-def test_prompt_requests_are_not_cut_by_the_read_timeout(tmp_path: Path) -> None:
+def test_prompt_requests_are_not_cut_by_the_read_timeout(short_read_timeout: HttpServer) -> None:
     """The control: a request sent at once is answered, and a kept-alive connection serves a second one."""
-    (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"], "--read-timeout", "1") as server:
-        with httpx2.Client(timeout=10, trust_env=False) as http:
-            other = server.url.rsplit("/", 1)[0] + "/nowhere"
-            assert http.get(other).status_code == 404
-            time.sleep(0.5)
-            assert http.get(other).status_code == 404
+    with httpx2.Client(timeout=10, trust_env=False) as http:
+        other = short_read_timeout.url.rsplit("/", 1)[0] + "/nowhere"
+        assert http.get(other).status_code == 404
+        time.sleep(0.5)
+        assert http.get(other).status_code == 404
 
 
 def test_connections_over_the_cap_do_not_lock_out_a_client(tmp_path: Path) -> None:
