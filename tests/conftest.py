@@ -84,13 +84,13 @@ LONG = (
     "tests/server/test_http.py",
     "tests/attacks/test_http_flood.py",
     "tests/server/test_cancel_modes.py",
-    "tests/test_history_undo.py::test_history_and_undo_from_another_directory",
     "tests/client/test_e2e_loop.py",
-    "tests/client/test_oauth.py",
-    "tests/server/test_faults.py::test_server_killed_mid_replace_leaves_old_or_new[temp-file-seen]",
-    "tests/client/test_xml_loop.py",
-    "tests/client/test_cli.py::test_client_call",
     "tests/attacks/test_http_auth_methods.py",
+    "tests/client/test_xml_loop.py",
+    "tests/client/test_oauth.py",
+    "tests/server/test_auth_discovery.py",
+    "tests/client/test_cli.py::test_client_call",
+    "tests/test_history_undo.py::test_history_and_undo_from_another_directory",
 )
 
 
