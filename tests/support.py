@@ -35,7 +35,8 @@ def server_options(roots: list[Path], *extra: str) -> argparse.Namespace:
     argv = ["serve"]
     for r in roots:
         argv += ["--root", str(r)]
-    parsed = _parser(frozenset(os.environ.items())).parse_args([*argv, *extra])
+    environment = frozenset((k, v) for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST")
+    parsed = _parser(environment).parse_args([*argv, *extra])
     return copy.deepcopy(parsed)  # no two results share a default's list
 
 
