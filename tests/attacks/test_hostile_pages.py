@@ -101,7 +101,7 @@ class Web:
         self.httpd.daemon_threads = True
         self.httpd.served = []  # type: ignore[attr-defined]
         self.httpd.finished = []  # type: ignore[attr-defined]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()
 
     def url(self, path: str) -> str:

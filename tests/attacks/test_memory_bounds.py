@@ -207,7 +207,7 @@ class BigPages(BaseHTTPRequestHandler):
 def big_pages():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), BigPages)
     httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()

@@ -82,7 +82,7 @@ def gemini():
     httpd.daemon_threads = True
     httpd.requests = []
     httpd.reply = (200, grounded_payload())
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield httpd
     httpd.shutdown()
