@@ -133,7 +133,7 @@ class ReadManyFiles(Tool):
     @classmethod
     def translate(cls, args: dict[str, Any]) -> dict[str, Any]:
         """Later Gemini CLI versions name the files to read `include`, with no `paths`."""
-        if "paths" not in args and args.get("include"):
+        if "paths" not in args and "include" in args:
             args = {**args, "paths": args["include"]}
             del args["include"]
         return super().translate(args)

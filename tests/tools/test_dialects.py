@@ -153,3 +153,13 @@ async def test_replace_in_the_latest_dialect(tmp_path: Path) -> None:
         })
         assert not result.is_error, text_of(result)
     assert target.read_text() == "two\n"
+
+
+@pytest.mark.parametrize("include", [[], None, "src/a.py"])
+async def test_a_newer_name_with_an_unusable_value_is_a_clear_error(tree: Path, include) -> None:
+    """`include` stands in for `paths`: an empty list or a wrong type is refused as `paths` would be."""
+    async with connect([tree], "legacy") as client:
+        result = await client.call_tool("read_many_files", {"include": include, "recursive": False})
+        published = await client.call_tool("read_many_files", {"paths": include, "recursive": False})
+    assert result.is_error and "Internal error" not in text_of(result), text_of(result)
+    assert published.is_error and "Internal error" not in text_of(published), text_of(published)
