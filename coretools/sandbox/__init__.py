@@ -9,5 +9,6 @@
 * programs: `runner` (the one process runner), `process_groups`, `process_settings`, `hardened_env`,
   `bwrap` and `seccomp` (the sandbox), `ripgrep` (rg driven with our rules, on the runner);
 * policies: `shell_policy` and `exec_policy` (which commands may run), `netpolicy` and `pinned_http`
-  (which addresses web_fetch may reach).
+  (which addresses web_fetch may reach);
+* `grammar_input`: the ASCII view of untrusted text that tree-sitter grammars are shown.
 """

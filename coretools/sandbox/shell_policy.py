@@ -35,11 +35,13 @@ from __future__ import annotations
 import functools
 import os
 import shlex
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from coretools.sandbox import exec_policy
 from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern, names_git_dir
+from coretools.sandbox.grammar_input import ascii_view
 
 MAX_SUBCOMMANDS = 100
 MAX_DEPTH = 8  # nested `bash -c` / `eval` / launcher levels
@@ -60,6 +62,11 @@ WORDS = {"word", "string", "raw_string", "ansi_c_string", "translated_string", "
 REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
 HEREDOC_PARTS = ("heredoc_start", "heredoc_body", "heredoc_end", "heredoc_content")
 MODEL_SET_VARIABLES = {"_": "$_ is the last argument of the previous command, which the model chose"}
+
+
+# The bytes of the script whose tree is being walked; a nested script (`bash -c '...'`) is walked to the
+# end before its parent's walk goes on, so the innermost script is always the one whose nodes are seen.
+_SOURCE: ContextVar[bytes] = ContextVar("shell_policy_source")
 
 
 class Refused(Exception):
@@ -140,12 +147,19 @@ class _Checker:
             if ch in source:
                 raise _refuse(source, f"contains a {name} character, which bash and the checker could read "
                               "differently; remove it")  # fmt: skip
-        tree = _parser().parse(source.encode("utf-8", "surrogateescape"))
-        if tree.root_node.has_error:
-            bad = _first_error(tree.root_node)
-            raise _refuse(_text(bad) or source, "the command could not be parsed completely, so it cannot be "
-                          "checked; simplify it")  # fmt: skip
-        self.node(tree.root_node, depth)
+        data = source.encode("utf-8", "surrogateescape")
+        outer, outer_trailing = _SOURCE.set(data), self.trailing
+        self.trailing = {}  # keyed by byte ranges, which only mean something within one script
+        try:
+            tree = _parser().parse(ascii_view(data))
+            if tree.root_node.has_error:
+                bad = _first_error(tree.root_node)
+                raise _refuse(_text(bad) or source, "the command could not be parsed completely, so it cannot "
+                              "be checked; simplify it")  # fmt: skip
+            self.node(tree.root_node, depth)
+        finally:
+            _SOURCE.reset(outer)
+            self.trailing = outer_trailing
 
     def node(self, node: Any, depth: int) -> None:
         kind = node.type
@@ -417,7 +431,10 @@ def _shown(argv: list[str | None]) -> str:
 
 
 def _text(node: Any) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+    """A node's text, from the script being checked (the grammar saw only its ASCII view)."""
+    if node is None:
+        return ""
+    return _SOURCE.get()[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
 def _descendants(node: Any):

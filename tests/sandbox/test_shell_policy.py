@@ -459,3 +459,18 @@ def test_a_directory_to_write_inside_dot_git_is_refused_by_the_entry_itself() ->
 
     with pytest.raises(ArgumentRefused, match="inside a .git directory"):
         check("git", ["git", "-C", ".git", "status"], True)
+
+
+def test_non_ascii_words_are_read_from_the_command_itself() -> None:
+    """The grammar sees an ASCII view of the command; words and refusals still show the real text."""
+    policy = ShellPolicy.from_prefixes(["échô", "echo"], None)
+    found = policy.check("échô 日本 'ü x'; echo 😀")
+    assert found == [["échô", "日本", "ü x"], ["echo", "😀"]]
+    nested = policy.check("echo a | bash -c 'échô ü'")
+    assert ["échô", "ü"] in nested
+    with pytest.raises(Refused) as refused:
+        policy.check("ëcho 😀")
+    assert "ëcho" in refused.value.message
+    with pytest.raises(Refused) as refused:
+        policy.check("echo $é; ümlaut")
+    assert "ümlaut" in refused.value.message

@@ -26,6 +26,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
 
+from coretools.sandbox.grammar_input import ascii_view
+
 MAX_CHECK_CHARS = 2 * 1024 * 1024
 MAX_TREE_SECONDS = 0.3
 MAX_SHOWN = 80
@@ -208,14 +210,16 @@ def _tree_sitter(label: str, module: str, attribute: str = "language") -> Callab
 
 def _check_tree(grammar: object, text: str) -> tuple[int, str] | None:
     """The first error of a tree-sitter parse, or None; None too when the parse would take longer than
-    MAX_TREE_SECONDS (error recovery on hostile input can take seconds per megabyte)."""
+    MAX_TREE_SECONDS (error recovery on hostile input can take seconds per megabyte). The grammar sees the
+    ASCII view of the text (`grammar_input`), so no scanner meets a code point it cannot classify."""
     import tree_sitter
 
     data = text.encode("utf-8")
+    view = ascii_view(data)
     deadline = time.monotonic() + MAX_TREE_SECONDS
     try:
         tree = tree_sitter.Parser(grammar).parse(  # type: ignore[arg-type]
-            lambda offset, _point: data[offset : offset + _CHUNK],
+            lambda offset, _point: view[offset : offset + _CHUNK],
             progress_callback=lambda *_: time.monotonic() > deadline,
         )
     except ValueError:  # cancelled by the progress callback
@@ -229,19 +233,20 @@ def _check_tree(grammar: object, text: str) -> tuple[int, str] | None:
         if node.is_missing:
             return node.start_point[0] + 1, f"missing `{node.type}`"
         if node.is_error:
-            return node.start_point[0] + 1, _unexpected(node)
+            return node.start_point[0] + 1, _unexpected(node, data)
         child = next((c for c in node.children if c.has_error or c.is_missing), None)
         if child is None:
             return node.start_point[0] + 1, "syntax error"
         node = child
 
 
-def _unexpected(node: object) -> str:
+def _unexpected(node: object, data: bytes) -> str:
     """What an ERROR node holds: its first token, shown short."""
     leaf = node
     while leaf.children:  # type: ignore[attr-defined]
         leaf = leaf.children[0]  # type: ignore[attr-defined]
-    token = (leaf.text or b"").decode("utf-8", "replace").split("\n", 1)[0].strip()  # type: ignore[attr-defined]
+    raw = data[leaf.start_byte : leaf.end_byte]  # type: ignore[attr-defined]
+    token = raw.decode("utf-8", "replace").split("\n", 1)[0].strip()
     return f"unexpected `{token[:20]}`" if token else "unexpected input"
 
 
