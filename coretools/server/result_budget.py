@@ -8,7 +8,7 @@ the text is cut at the budget and ends with the true size and how to ask for les
 
 from __future__ import annotations
 
-from mcp import types
+import mcp_types as types
 
 from coretools.tools.base import DEFAULT_RESULT_CHARS, ToolResult
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from mcp import types
+import mcp_types as types
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.server.config import ServerConfig

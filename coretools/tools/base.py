@@ -24,7 +24,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from mcp import types
+# The types alone (`mcp.types` re-exports `mcp_types`: the same classes): `from mcp import types` would run the
+# SDK's `mcp/__init__.py`, which imports its client and server (~0.4 s of CPU in every `coretools` process).
+import mcp_types as types
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
