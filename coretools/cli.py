@@ -345,7 +345,6 @@ def cmd_call(args: argparse.Namespace) -> int:
     import anyio
 
     from coretools.errors import ConfigurationError, ToolError
-    from coretools.server.app import Workspaces
     from coretools.server.toolset import ToolSet
     from coretools.sandbox.paths import RootError
     from coretools.tools.base import ToolContext
@@ -371,9 +370,8 @@ def cmd_call(args: argparse.Namespace) -> int:
     async def run():
         await toolset.start()
         try:
-            workspaces = Workspaces(config)
             try:
-                workspace = workspaces.base or await workspaces._decide(_NoClient())
+                workspace = await _call_workspace(config)
             except ToolError as exc:
                 from coretools.tools.base import ToolResult
 
@@ -500,6 +498,17 @@ def _size(n: int) -> str:
     return str(n)
 
 
+async def _call_workspace(config):  # noqa: ANN001, ANN202 - a ServerConfig; a Workspace
+    """The workspace of `call`: the server's decision for a connection that offers no roots."""
+    if config.roots:  # what `Workspaces(config).base` is; the server module (and the SDK) are not imported
+        from coretools.sandbox.gateway import Workspace
+
+        return Workspace(config.roots, allow_protected=config.allow_protected)
+    from coretools.server.app import Workspaces  # no --root: the current directory, checked as the server does
+
+    return await Workspaces(config)._decide(_NoClient())
+
+
 class _NoClient:
     """Stands in for a request context when no MCP client is connected (`call`): it offers no roots."""
 
@@ -510,7 +519,7 @@ class _NoClient:
 
 def render_content(blocks: list) -> str:
     """Content blocks as a person reads them in a terminal."""
-    from mcp import types
+    import mcp_types as types  # not `mcp.types`: that would import the SDK's client and server
 
     parts = []
     for block in blocks:
@@ -530,6 +539,9 @@ def render_content(blocks: list) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--version"]:  # argparse would print this before reading anything else: skip building it
+        sys.stdout.write(f"coretools-mcp {__version__}\n")
+        return EXIT_OK
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")
     parser = build_parser(with_client=argv[0] not in SERVER_SIDE)
