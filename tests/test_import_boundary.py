@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,52 @@ def test_the_probe_would_see_a_server_import() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "coretools.server" in json.loads(done.stdout)
+
+
+CLI_PROBE = """
+import contextlib, io, json, os, sys
+from coretools.cli import build_parser, main
+
+root = sys.argv[1]
+with open(os.path.join(root, "a.txt"), "w") as f:
+    f.write("hello")
+out, err = io.StringIO(), io.StringIO()
+codes = []
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    build_parser(with_client=False)
+    for argv in (["--version"], ["history", "--help"], ["undo", "--help"], ["call", "--help"],
+                 ["call", "--root", root, "read_file", json.dumps({"absolute_path": os.path.join(root, "a.txt")})],
+                 ["call", "--root", root, "write_file", json.dumps({"file_path": os.path.join(root, "b.txt"), "content": "x"})],
+                 ["history", "--root", root], ["undo", "--root", root]):
+        try:
+            codes.append(main(argv))
+        except SystemExit as exc:
+            codes.append(exc.code)
+extra = EXTRA
+print(json.dumps({"codes": codes, "out": out.getvalue(), "sdk": sorted(m for m in sys.modules if m.split(".")[0] == "mcp")}))
+"""
+
+
+def _cli_probe(tmp_path: Path, extra: str = "None") -> dict:
+    env = {**os.environ, "CORETOOLS_STATE_DIR": str(tmp_path / "state")}
+    root = tmp_path / "root"
+    root.mkdir()
+    probe = CLI_PROBE.replace("EXTRA", extra)
+    done = subprocess.run([sys.executable, "-c", probe, str(root)], capture_output=True, text=True, timeout=60,
+                          env=env, cwd=root)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_cli_commands_that_do_not_serve_never_import_the_sdk(tmp_path: Path) -> None:
+    """`--version`, `history`, `undo` and `call` (one tool, in-process) use the MCP types (`mcp_types`), never
+    the `mcp` package: its `__init__` imports the SDK's client and server, most of a process's start-up CPU."""
+    seen = _cli_probe(tmp_path)
+    assert seen["codes"] == [0, 0, 0, 0, 0, 0, 0, 0], seen
+    assert "hello" in seen["out"] and "Undid edit 1" in seen["out"]  # the commands really ran
+    assert seen["sdk"] == []
+
+
+def test_the_cli_probe_would_see_the_sdk(tmp_path: Path) -> None:
+    """Guard against a probe that cannot fail: importing the SDK is noticed."""
+    assert "mcp.client" in _cli_probe(tmp_path, "__import__('mcp')")["sdk"]
