@@ -444,7 +444,7 @@ async def test_cancelled_waiter_does_not_leak_the_lock(root: Path) -> None:
 
 # -- kill -9 during large writes --------------------------------------------------------------------------------
 
-HOOK = r'''
+HOOK_PATCHES = r'''
 import os, sys, time
 PHASE = os.environ.get("CRASH_PHASE", "")
 MARK = os.environ.get("CRASH_MARK", "")
@@ -478,9 +478,54 @@ def rename(*args, **kwargs):
         _park()
 
 os.write, os.rename = write, rename
+'''
+HOOK = HOOK_PATCHES + """
 from coretools.cli import main
 sys.exit(main())
-'''
+"""
+# Runs `coretools call --root ROOT TOOL -` in a process of its own for each line "MARK ARGUMENTS_FILE" it reads,
+# forked from this one, which has imported the CLI and every tool module already; answers with the process's pid,
+# creates MARK when the tool call starts and MARK.write when it first writes to a temporary file, and after a
+# line "reap" answers with the process's exit code. The processes write through the patched os.write and
+# os.rename above.
+ZYGOTE = HOOK_PATCHES + """
+import traceback
+from coretools import cli
+from coretools.server.toolset import ToolSet
+
+cli.build_parser(with_client=False)  # imports every tool module, as each `call` does
+_tool_call, _writing = ToolSet.call, False
+
+async def _marked_call(self, *args, **kwargs):
+    open(MARK, "w").close()
+    return await _tool_call(self, *args, **kwargs)
+
+def _marked_write(fd, data):
+    global _writing
+    if not _writing and _is_temp(fd):
+        _writing = True
+        open(MARK + ".write", "w").close()
+    return write(fd, data)
+
+ToolSet.call, os.write = _marked_call, _marked_write
+root, tool = sys.argv[1], sys.argv[2]
+while line := sys.stdin.readline():
+    MARK, arguments = line.split()
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        sys.stdin = open(arguments)
+        code = 1
+        try:
+            code = cli.main(["call", "--root", root, tool, "-"])
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    print(pid, flush=True)
+    assert sys.stdin.readline() == "reap\\n"
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+"""
 
 
 def _spawn(root: Path, tool: str, args: dict, tmp: Path, phase: str = "") -> tuple[subprocess.Popen, Path]:
@@ -535,24 +580,72 @@ def test_kill_at_each_phase_leaves_old_or_new(root: Path, tmp_path: Path, phase:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook reads /proc/self/fd")
 @pytest.mark.timeout(300)
 def test_kill_at_random_moments_leaves_old_or_new(root: Path, tmp_path: Path) -> None:
+    """SIGKILL at random moments of real write_file calls, each `coretools call` in a process of its own. The
+    processes are forked from one that has imported the CLI, and every kill lands in the tool call, none in the
+    interpreter's start-up: half at a random moment of the whole call, counted from its start, half at a
+    random moment from its first write of the new content to the process's exit (the write, fsync, rename and
+    journal commit take about a tenth of the call; validation and reading and journaling the old content the
+    rest)."""
     a, b = _versions(200_000)  # ~12 MB each way
     f = root / "big.txt"
     f.write_text(a)
-    started = time.monotonic()
-    proc, _ = _spawn(root, "write_file", write_args(f, b), tmp_path)
-    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
-    proc.stderr.close()
-    lifetime = time.monotonic() - started
-    assert f.read_text() == b
-    rng = random.Random(1234)
-    seen = {"a": 0, "b": 0}
-    for i in range(16):
-        current = f.read_text()
-        target = a if current == b else b
-        proc, _ = _spawn(root, "write_file", write_args(f, target), tmp_path)
-        time.sleep(rng.uniform(0.3, 1.0) * lifetime)
-        _kill(proc)
-        content = f.read_text()
-        assert content in (a, b), f"partial file after kill #{i}"
-        seen["a" if content == a else "b"] += 1
-    assert sum(seen.values()) == 16
+    payloads = {}
+    for name, content in (("a", a), ("b", b)):
+        payloads[content] = tmp_path / f"to-{name}.json"
+        payloads[content].write_text(json.dumps(write_args(f, content)))
+    errors = tmp_path / "zygote.err"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CRASH_PHASE": "", "CRASH_MARK": ""}
+    with errors.open("w") as err:
+        zygote = subprocess.Popen([sys.executable, "-c", ZYGOTE, str(root), "write_file"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=err, env=env, cwd=str(REPO), text=True)
+
+    def started(content: str, phase: str) -> int:
+        """The pid of a process writing `content` to `f`, once its tool call has started ("call") or once it
+        has started writing ("write")."""
+        mark = tmp_path / f"mark-{random.random()}"
+        zygote.stdin.write(f"{mark} {payloads[content]}\n")
+        zygote.stdin.flush()
+        pid = int(zygote.stdout.readline() or 0)
+        assert pid, errors.read_text()
+        if phase == "write":
+            mark = mark.with_name(mark.name + ".write")
+        deadline = time.monotonic() + 60
+        while not mark.exists():
+            assert time.monotonic() < deadline, f"the tool call never reached its {phase}: " + errors.read_text()
+            time.sleep(0.001)
+        return pid
+
+    def reaped() -> int:
+        zygote.stdin.write("reap\n")
+        zygote.stdin.flush()
+        return int(zygote.stdout.readline())
+
+    try:
+        duration = {}  # from the mark of each phase to the process's exit
+        for phase, content in (("call", b), ("write", a)):
+            started(content, phase)
+            began = time.monotonic()
+            assert reaped() == 0, errors.read_text()
+            duration[phase] = time.monotonic() - began
+            assert f.read_text() == content
+        rng = random.Random(1234)
+        seen = {"a": 0, "b": 0}
+        ends = {0: 0, -signal.SIGKILL: 0}
+        for i in range(12):
+            current = f.read_text()
+            phase = ("call", "write")[i % 2]
+            pid = started(a if current == b else b, phase)
+            time.sleep(rng.uniform(0.0, 1.0) * duration[phase])
+            os.kill(pid, signal.SIGKILL)  # not reaped yet: the pid is still this process's, even if it ended
+            end = reaped()
+            assert end in ends, errors.read_text()
+            ends[end] += 1
+            content = f.read_text()
+            assert content in (a, b), f"partial file after kill #{i}"
+            seen["a" if content == a else "b"] += 1
+    finally:
+        zygote.stdin.close()
+        zygote.wait(timeout=30)
+        zygote.stdout.close()
+    assert sum(seen.values()) == 12
+    assert ends[-signal.SIGKILL] > 0  # the kills did land in the calls
