@@ -358,9 +358,11 @@ def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -
     """The ASGI app: the SDK's streamable HTTP app for our server, with bounded sessions, behind the gate.
 
     `stats` (a `http_guard.ConnectionStats`) counts refused requests and sessions for the log summary."""
+    from coretools.server import sse_response
     from coretools.server.app import build_server
     from coretools.server.http_cancel import CancelByCaller, CancelOnDisconnect
 
+    sse_response.install()
     server, _ = build_server(config)
     security = transport_security(settings)
     app: Any = server.streamable_http_app(

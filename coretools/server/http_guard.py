@@ -561,6 +561,14 @@ class GuardedServer(uvicorn.Server):
         listener.start()  # synchronous: nobody sees `started` before the socket listens
         self.servers = [listener]  # type: ignore[list-item]
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """End the open POST streams first (sse_starlette's streams end on uvicorn's exit signal), so a
+        call in flight does not hold the shutdown for the whole grace period."""
+        from coretools.server.sse_response import end_streams
+
+        end_streams()
+        await super().shutdown(sockets=sockets)
+
     def _protocol(self) -> GuardedProtocol:
         return GuardedProtocol(
             config=self.config,

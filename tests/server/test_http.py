@@ -463,6 +463,8 @@ def test_clean_shutdown_with_calls_in_flight(tmp_path: Path, sig: int) -> None:
         assert server.proc.wait(20) == 0, "".join(server.stderr)
         assert os.path.exists(marker + ".cancelled")
         assert "HTTP server stopped" in "".join(server.stderr)
+        # the call's open stream ended at once, not after the whole grace period
+        assert "timeout graceful shutdown exceeded" not in "".join(server.stderr), "".join(server.stderr)
         assert not pid_alive(server.pid)
     finally:
         client.kill()

@@ -1,0 +1,116 @@
+"""The event stream that answers a POST of the 2025-era streamable HTTP transport: two tasks, not five.
+
+The SDK answers each POST that carries a request with sse_starlette's `EventSourceResponse`, which starts
+five tasks per response: the body, a keep-alive ping, a shutdown listener, a disconnect listener and the
+SDK's writer. A call's answer is usually one event, so those tasks cost more than the answer itself (about a
+tenth of the server's CPU per `read_file` call). `PostEventStream` sends the same bytes (sse_starlette's own
+encoder, the same headers) from one loop, beside the SDK's writer and a disconnect listener that also
+times the pings.
+
+Only the POST answer is replaced: it ends with the call's response. The standalone GET stream and a
+replay live until the session or the server ends, and keep sse_starlette for its shutdown handling.
+`install` puts the chooser in the SDK's module; `tests/server/test_sse_response.py` checks that the SDK
+still calls it as this module expects.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+from sse_starlette.event import ensure_bytes
+from sse_starlette.sse import EventSourceResponse
+
+PING_SECONDS = EventSourceResponse.DEFAULT_PING_INTERVAL
+SEPARATOR = EventSourceResponse.DEFAULT_SEPARATOR
+
+
+def sse_headers(headers: Mapping[str, str] | None) -> list[tuple[bytes, bytes]]:
+    """The response head sse_starlette would send for `headers`."""
+    merged = {k.lower(): v for k, v in (headers or {}).items()}
+    merged.setdefault("cache-control", "no-store")
+    merged["connection"] = "keep-alive"
+    merged["x-accel-buffering"] = "no"
+    merged.setdefault("content-type", "text/event-stream; charset=utf-8")
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
+
+
+class PostEventStream:
+    """An SSE response: the events of `content`, while `data_sender_callable` runs beside it."""
+
+    def __init__(
+        self,
+        content: Any,
+        data_sender_callable: Callable[[], Awaitable[None]] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.content = content
+        self.sender = data_sender_callable
+        self.raw_headers = sse_headers(headers)
+        self.ended = False
+        self.events = anyio.CancelScope()  # cancelled by `end_streams` when the server shuts down
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        _OPEN.add(self)
+        try:
+            async with anyio.create_task_group() as tg:
+                if self.sender is not None:
+                    tg.start_soon(self.sender)
+                tg.start_soon(self._watch, receive, send, tg.cancel_scope)
+                await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+                with self.events:
+                    async for event in self.content:
+                        body = ensure_bytes(event, SEPARATOR)
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                self.ended = True
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                tg.cancel_scope.cancel()
+        finally:
+            _OPEN.discard(self)
+
+    async def _watch(self, receive: Any, send: Any, scope: anyio.CancelScope) -> None:
+        """Cancel everything when the client goes away; while it stays, ping it every PING_SECONDS.
+
+        The wait for the client is what a ping interrupts, never the wait for an event: a receive that
+        times out loses nothing (the transport's disconnect state is sticky), an event could be lost."""
+        while True:
+            with anyio.move_on_after(PING_SECONDS):
+                if (await receive())["type"] == "http.disconnect":
+                    scope.cancel()
+                    return
+                continue
+            if self.ended:
+                return
+            ping = ensure_bytes({"comment": f"ping - {datetime.datetime.now(datetime.timezone.utc)}"}, SEPARATOR)
+            await send({"type": "http.response.body", "body": ping, "more_body": True})
+
+
+_OPEN: set[PostEventStream] = set()
+
+
+def end_streams() -> None:
+    """End every open POST stream now (the server is shutting down): each finishes its response cleanly,
+    and the calls behind them are cancelled when the SDK's session manager stops."""
+    for stream in list(_OPEN):
+        stream.events.cancel()
+
+
+def _choose(writer_name: str) -> Callable[..., Any]:
+    def response(*, content: Any, data_sender_callable: Any = None, headers: Any = None, **rest: Any) -> Any:
+        func = data_sender_callable.func if isinstance(data_sender_callable, functools.partial) else None
+        if not rest and getattr(func, "__name__", None) == writer_name:
+            return PostEventStream(content, data_sender_callable, headers)
+        return EventSourceResponse(content=content, data_sender_callable=data_sender_callable, headers=headers, **rest)
+
+    return response
+
+
+def install() -> None:
+    """Answer the SDK's POST streams with `PostEventStream` (idempotent)."""
+    from mcp.server import streamable_http
+
+    if getattr(streamable_http.EventSourceResponse, "__module__", None) != __name__:
+        streamable_http.EventSourceResponse = _choose("_run_sse_writer")
