@@ -104,23 +104,29 @@ class NoFollowView:
         return out
 
     def open_regular(self, rel: str) -> int | None:
-        """A read-only descriptor of the regular file at `rel` (caller closes it), or None. Special files
-        are never opened for reading (checked first without opening, then on the descriptor)."""
-        parent, name = self._parent(rel)
+        """A read-only descriptor of the regular file at `rel` (caller closes it), or None. Opened as the
+        workspace gateway opens a plain path (`Workspace._open_plain_regular`): directly, never following a
+        symlink (`O_NOFOLLOW`) and without blocking (`O_NONBLOCK`: a FIFO swapped in cannot hang it), then
+        checked on the descriptor, so anything but a regular file is closed unread. One system call fewer
+        per file than an `lstat` first: a search opens every file rg reports."""
+        dir_rel, _, name = rel.rpartition("/")
+        if self._refused(name):
+            return None
+        parent = self._dir(dir_rel)
         if parent is None:
             return None
         try:
-            before = os.stat(name, dir_fd=parent, follow_symlinks=False)
-            if not stat.S_ISREG(before.st_mode):
-                return None
-            fd = os.open(
-                name, os.O_RDONLY | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_NOCTTY | kernel.O_CLOEXEC,
-                dir_fd=parent,
-            )
+            fd = os.open(name, _READ_FLAGS, dir_fd=parent)
         except OSError:
             return None
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_dev) != (before.st_ino, before.st_dev):
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        except OSError:
+            regular = False
+        if not regular:
             os.close(fd)
             return None
         return fd
+
+
+_READ_FLAGS = os.O_RDONLY | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_NOCTTY | kernel.O_CLOEXEC
