@@ -327,8 +327,14 @@ def _name_matcher(name: str):
 def file_name_test(lines: list[str]) -> Callable[[str], bool]:
     """A test of a file name that is true whenever one of the gitignore `lines` could match a file by that
     name (its last component, case ignored; negations count too): a superset, to skip the ignore engine for
-    the files it cannot judge differently by their own names. `**` as the last component matches any."""
+    the files it cannot judge differently by their own names. `**` as the last component matches any.
+
+    A search asks this of every file rg reports, so when every last component is plain ASCII text or `*`
+    followed by such text (`*.pyc`, `node_modules`, the default excludes), an ASCII name is judged by string
+    comparisons (case folds as `lower()` does within ASCII); other names go to the compiled matcher."""
     alternatives = {}  # (a dict: one of each, in order)
+    names: set[str] | None = set()  # the plain alternatives, lower-cased: whole names, and `*`'s suffixes
+    suffixes: list[str] = []
     for line in lines:
         body = strip_trailing_spaces(line[1:] if line.startswith("!") else line).rstrip("/")
         last = body.rpartition("/")[2]
@@ -338,9 +344,28 @@ def file_name_test(lines: list[str]) -> Callable[[str], bool]:
             alternatives[gitignore_segment(last)] = None
         except PatternError:  # a line git discards hides nothing
             continue
+        if names is not None:
+            text = last[1:] if last[0] == "*" else last
+            if not text.isascii() or any(ch in _WILD for ch in text):
+                names = None
+            elif text is last:
+                names.add(last.lower())
+            else:
+                suffixes.append(text.lower())
     if not alternatives:
         return lambda name: False
-    return NodeMatcher(alt(*alternatives), True, "ignore rules")
+    matcher = NodeMatcher(alt(*alternatives), True, "ignore rules")
+    if names is None:
+        return matcher
+    ends = tuple(suffixes)
+
+    def test(name: str) -> bool:
+        if name.isascii():
+            low = name.lower()
+            return low in names or low.endswith(ends)
+        return matcher(name)
+
+    return test
 
 
 @functools.lru_cache(maxsize=32)
