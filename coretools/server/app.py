@@ -286,7 +286,23 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         **resources.handlers(),
     )
     server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
+    _drop_idle_tracing(server)
     return server, toolset
+
+
+def _drop_idle_tracing(server: Server) -> None:
+    """Remove the SDK's OpenTelemetry middleware when no tracer provider is configured at start.
+
+    The SDK wraps every request in a span; without a provider (the OpenTelemetry API's proxy) each span
+    is a no-op that still costs its attributes, context extraction and context switch. A provider set
+    before the server starts (as `opentelemetry-instrument` does) keeps the middleware, and its spans."""
+    try:
+        from mcp.server._otel import OpenTelemetryMiddleware
+        from opentelemetry import trace
+    except ImportError:
+        return
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        server.middleware[:] = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
 
 
 def settle_heap() -> None:
