@@ -8,14 +8,19 @@ the text is cut at the budget and ends with the true size and how to ask for les
 
 from __future__ import annotations
 
-import mcp_types as types
+from typing import TYPE_CHECKING
 
 from coretools.tools.base import DEFAULT_RESULT_CHARS, ToolResult
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 __all__ = ["DEFAULT_RESULT_CHARS", "fit"]
 
 def fit(result: ToolResult, budget: int, how: str) -> ToolResult:
     """`result` with its text cut to `budget` characters in all (media blocks are left to their own caps)."""
+    import mcp_types as types  # here: `history` and `undo` import this module and do without the MCP types
+
     total = sum(len(b.text) for b in result.content if isinstance(b, types.TextContent))
     if budget <= 0 or total <= budget:
         return result

@@ -10,10 +10,9 @@ import argparse
 import difflib
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.server.config import ServerConfig
@@ -21,6 +20,9 @@ from coretools.server.result_budget import fit
 from coretools.server.validation import ArgumentValidator
 from coretools.tools import tool_modules
 from coretools.tools.base import Tool, ToolContext, ToolResult, options_from
+
+if TYPE_CHECKING:  # annotations only: `history`, `undo` and the parser do without the MCP types
+    import mcp_types as types
 
 logger = logging.getLogger("coretools")
 MAX_ERROR_CHARS = 20_000

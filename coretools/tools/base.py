@@ -22,15 +22,18 @@ import base64
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar
-
-# The types alone (`mcp.types` re-exports `mcp_types`: the same classes): `from mcp import types` would run the
-# SDK's `mcp/__init__.py`, which imports its client and server (~0.4 s of CPU in every `coretools` process).
-import mcp_types as types
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.views import FileViews
+
+if TYPE_CHECKING:
+    import mcp_types as types
+
+# The MCP types are imported where a result is built, from `mcp_types` (`mcp.types` re-exports it: the same
+# classes). `from mcp import types` would run the SDK's `mcp/__init__.py`, which imports its client and server
+# (~0.4 s of CPU), and `mcp_types` alone takes ~0.15 s, which `history`, `undo` and the parser do without.
 
 __all__ = ["Elicitation", "NoOptions", "Tool", "ToolContext", "ToolError", "ToolResult", "options_from"]
 
@@ -104,10 +107,14 @@ class ToolResult:
 
     @classmethod
     def text(cls, text: str, structured: dict[str, Any] | None = None) -> ToolResult:
+        import mcp_types as types
+
         return cls([types.TextContent(type="text", text=text)], structured)
 
     @classmethod
     def error(cls, message: str, kind: ErrorKind = ErrorKind.EXECUTION_FAILED) -> ToolResult:
+        import mcp_types as types
+
         structured = {"error": {"kind": ErrorKind(kind).value, "message": message}}
         return cls([types.TextContent(type="text", text=message)], structured, True)
 
@@ -115,28 +122,40 @@ class ToolResult:
         """The MCP result. The structured part is left out unless asked for: several hosts (Claude Code,
         VS Code) hand the model only `structuredContent` when a result carries it, and ours holds the
         result's fields, not the answer the text gives (see the README, "The tools")."""
+        import mcp_types as types
+
         return types.CallToolResult(
             content=self.content, structured_content=self.structured if structured else None, is_error=self.is_error
         )
 
     @property
     def text_content(self) -> str:
+        import mcp_types as types
+
         return "\n".join(b.text for b in self.content if isinstance(b, types.TextContent))
 
 
 def text_block(text: str) -> types.TextContent:
+    import mcp_types as types
+
     return types.TextContent(type="text", text=text)
 
 
 def image_block(data: bytes, mime: str) -> types.ImageContent:
+    import mcp_types as types
+
     return types.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime)
 
 
 def audio_block(data: bytes, mime: str) -> types.AudioContent:
+    import mcp_types as types
+
     return types.AudioContent(type="audio", data=base64.b64encode(data).decode("ascii"), mime_type=mime)
 
 
 def blob_block(data: bytes, mime: str, uri: str) -> types.EmbeddedResource:
+    import mcp_types as types
+
     return types.EmbeddedResource(
         type="resource",
         resource=types.BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime),
@@ -235,6 +254,8 @@ class Tool:
         return out
 
     def definition(self, dialect: str = "seed") -> types.Tool:
+        import mcp_types as types
+
         latest = dialect == "latest"
         return types.Tool(
             name=(self.latest_name or self.name) if latest else self.name,
