@@ -67,10 +67,6 @@ class CancelOnDisconnect:
         if body is None:
             await _too_large(send)
             return
-        ids = request_ids(json_messages(body))
-        if not ids:
-            await self.app(scope, replay, send)
-            return
         state = {"disconnected": False, "finished": False}
 
         async def watching_receive() -> dict:
@@ -88,8 +84,9 @@ class CancelOnDisconnect:
             await self.app(scope, watching_receive, watching_send)
         finally:
             if state["disconnected"] and not state["finished"]:
+                # parsed only now: the body of every other request is parsed once, by the SDK
                 with anyio.CancelScope(shield=True):
-                    for request_id in ids:
+                    for request_id in request_ids(json_messages(body)):
                         await self._cancel(scope, request_id)
 
     async def _cancel(self, scope: dict, request_id: Any) -> None:
