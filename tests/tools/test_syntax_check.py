@@ -87,9 +87,9 @@ def test_unknown_kinds_big_files_and_checker_failures_say_nothing() -> None:
 def test_cost_on_a_60_kb_file_is_small() -> None:
     text = "".join(f"def f{i}(a, b):\n    return a + b * {i}\n\n" for i in range(2000))
     assert 50_000 < len(text) < 90_000
-    start = time.perf_counter()
+    start = time.process_time()  # CPU, not wall time: other work on the machine must not count
     assert syntax_note("/r/m.py", text, text) is None
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 def test_the_text_an_edit_wrote_is_not_parsed_again(monkeypatch) -> None:
