@@ -74,6 +74,13 @@ class RecordReader:
             if not self._more():
                 return None
 
+    def next_is(self, prefix: bytes) -> bool:
+        """Whether the next record starts with `prefix` (reading on as far as it takes to tell); nothing is
+        consumed."""
+        while len(self._buf) - self._pos < len(prefix) and self._more():
+            pass
+        return self._buf.startswith(prefix, self._pos)
+
     def take_to(self, prefix: bytes, limit: int) -> bytes | None:
         """The records before the next one that starts with `prefix`, as they are (each ending with `sep`),
         if that one is already read and they come to at most `limit` bytes; else None, and nothing is

@@ -44,6 +44,7 @@ from coretools.tools.search_reported import (
     GatewayCopy,
     Reported,
     begin_rel,
+    matched_lines,
     parse_match,
 )
 from coretools.tools.search_results import Collector, FileLines, Job, Request, Target, show_line
@@ -84,18 +85,18 @@ class RipgrepEngine:
                 break
         return True
 
-    def _open_reported(self, ws: Workspace, target: Target, rel: str | None, view) -> Reported | None:
+    def _open_reported(self, ws: Workspace, target: Target, rel: str | None, view) -> tuple[tuple[int, str], int] | None:
         """Open a file rg reported (`rel` below the target; None for a single-file target) through the
-        gateway, following no symlink; None if it cannot be (gone, swapped for a link, not a regular file,
-        protected)."""
+        gateway, following no symlink: its collector key and descriptor (the caller closes it); None if it
+        cannot be (gone, swapped for a link, not a regular file, protected)."""
         if rel is None:
             try:
                 with ws.open_file(Location(target.root, target.rel, target.path)) as (_, handle):
-                    return Reported((target.index, target.path), os.dup(handle.fileno()))
+                    return (target.index, target.path), os.dup(handle.fileno())
             except ToolError:
                 return None
         fd = view.open_regular(f"{target.rel}/{rel}" if target.rel else rel)
-        return None if fd is None else Reported((target.index, target.display_prefix + rel), fd)
+        return None if fd is None else ((target.index, target.display_prefix + rel), fd)
 
     def _one(self, job: Job, target: Target, rules: ripgrep.RgRules | None, view) -> None:
         ws, req = job.ws, job.req
@@ -173,18 +174,25 @@ class RipgrepEngine:
         nothing more of a file is wanted but its count (`Reported.settled`), the reader skips to its `end`
         record, whose statistics give the count of the rest; a file that is not searched on is skipped
         whole. The paths of the files whose `end` arrives are added to `done`; those already there are
-        skipped whole (an earlier pass reported them)."""
+        skipped whole (an earlier pass reported them).
+
+        A file none of whose lines can be kept (the collector is full of files that sort before it) and
+        whose lines need no other look (no exclude pattern, no context) is only counted (`_count_only`):
+        its first match checked against the gateway's copy, the rest counted from its `end` record."""
         ws, req, out = job.ws, job.req, job.out
         exclude = _exclude_regex(req)
         spans = _span_finder(req)
         current: Reported | None = None
+        counting = exclude is None and not req.before and not req.after
+        counted: tuple[int, int] | None = None  # the count-only file at hand: (matches, lines not confirmed)
+        held = 0  # the count-only file's matches so far, while its records are passed over
         last_progress = time.monotonic() - 0.15  # the first report after 0.1 s, then every 0.25 s
 
         def tick() -> None:
             nonlocal last_progress
             now = time.monotonic()
             if now - last_progress > 0.25:
-                out.pending = records.tallied - tallied_before + (current.found.count if current else 0)
+                out.pending = records.tallied - tallied_before + (current.found.count if current else held)
                 if out.pending or out.total_files:  # nothing to tell yet: ask again at the next chunk
                     last_progress = now
                     job.progress(out)
@@ -220,13 +228,23 @@ class RipgrepEngine:
                 elif head.startswith(BEGIN):
                     if current is not None:  # pragma: no cover - rg always ends a file before the next
                         current.close()
+                    current = counted = None
                     name = begin_rel(head) if target.is_dir else None
-                    current = (
-                        None if name in done else self._begin(job, target, name, recheck, view, (exclude, spans, deferral))
-                    )
-                    if current is not None:
+                    opened = None if name in done else self._open_begun(job, target, name, recheck, view)
+                    if opened is None:
+                        line = records.skip_to(END)  # a file not searched on: passed over whole
+                    elif counting and not out.could_keep(opened[0]) and records.next_is(MATCH):
+                        held = self._count_only(next(records, None), opened[1])
+                        tallied_before = records.tallied
+                        line = records.skip_to(END, MATCH) if held >= 0 else None
+                        tallied_before = records.tallied
+                        if line is not None:
+                            counted = _count_rest(held, line)
+                        held = 0
+                    else:
+                        current = Reported(*opened)
+                        current.start(req, exclude, spans, out.could_keep(current.key), deferral)
                         continue
-                    line = records.skip_to(END)  # a file not searched on: passed over whole
                     if line is None:
                         break
                     head = line if type(line) is bytes else line.head
@@ -234,6 +252,12 @@ class RipgrepEngine:
                     out.pending = 0
                     if name is not None:
                         done.add(name)
+                    if counted is not None:
+                        if b'"binary_offset":null' in head:
+                            out.count(counted[0])
+                            if counted[1]:
+                                out.unverified_files += 1
+                        counted = None
                     if current is not None:
                         current.close()
                         if b'"binary_offset":null' in head:
@@ -271,7 +295,7 @@ class RipgrepEngine:
             if lines is None or (len(lines) == 1 and type(lines[0]) is tuple):
                 continue  # pushed out, or all but its first line (checked at once) were
             opened = held is not None
-            reported: Reported | None = None
+            fd = -1
             copy = held
             checked: list[tuple[int, str]] = []
             failed = 0
@@ -283,7 +307,9 @@ class RipgrepEngine:
                     if not opened:
                         opened = True
                         reported = self._open_reported(job.ws, target, rel, view)
-                        copy = GatewayCopy(reported.fd) if reported is not None else None
+                        if reported is not None:
+                            fd = reported[1]
+                            copy = GatewayCopy(fd)
                     claim = parse_match(item)
                     try:
                         data = copy.confirm(claim) if copy is not None and claim is not None else None
@@ -294,25 +320,41 @@ class RipgrepEngine:
                     else:
                         checked.append((claim.number, show_line(data, spans)))
             finally:
-                if reported is not None:
-                    reported.close()
+                if fd >= 0:
+                    os.close(fd)
             out.confirmed(key, checked, failed)
             if failed and not counted:
                 out.unverified_files += 1
 
-    def _begin(self, job: Job, target: Target, rel: str | None, recheck, view, using) -> Reported | None:
+    def _open_begun(self, job: Job, target: Target, rel: str | None, recheck, view) -> tuple[tuple[int, str], int] | None:
         """The file a `begin` record names (`rel` below a directory target, None for a file target), opened
-        through the gateway; None when our rules hide it (`recheck`) or it cannot be opened (counted as
-        unverified)."""
+        through the gateway: its collector key and descriptor; None when our rules hide it (`recheck`) or
+        it cannot be opened (counted as unverified)."""
         if rel is not None and recheck is not None and not recheck.visible(rel):
             return None
-        current = self._open_reported(job.ws, target, rel, view)
-        if current is None:
+        opened = self._open_reported(job.ws, target, rel, view)
+        if opened is None:
             job.out.unverified_files += 1
-        else:
-            exclude, spans, deferral = using
-            current.start(job.req, exclude, spans, job.out.could_keep(current.key), deferral)
-        return current
+        return opened
+
+    @staticmethod
+    def _count_only(record: bytes | ripgrep.RgLine | None, fd: int) -> int:
+        """The first match `record` of a file that is only counted, checked against the gateway's copy
+        (open at `fd`, closed here) as `Reported.line` checks a line it does not keep: 1 if it confirms,
+        else 0 (the file then counts as unverified and its other matches are not counted); -1 if the stream
+        ended inside the record."""
+        try:
+            if record is None:
+                return -1
+            copy = GatewayCopy(fd, GatewayCopy.SMALL)
+            claim = parse_match(record)
+            try:
+                data = copy.confirm(claim, False) if claim is not None else None
+            except OSError:
+                data = None
+        finally:
+            os.close(fd)
+        return 0 if data is None else 1
 
 
 _LISTED_FLAGS = ("--no-config", "--no-messages", "--no-ignore", "--hidden")
@@ -351,6 +393,17 @@ def _pattern_flags(req: Request) -> list[str]:
     if req.after:
         flags += ["--after-context", str(req.after)]
     return [*flags, "--regexp", req.pattern]
+
+
+def _count_rest(first: int, end: bytes | ripgrep.RgLine) -> tuple[int, int]:
+    """A count-only file's (matches, lines not confirmed) once its `end` record is read, its first match
+    `first` (1: confirmed, 0: not), as `Reported.count_rest` counts a file it passed over."""
+    matched = matched_lines(end)
+    if matched is None:
+        return first, 2 - first
+    if not first:
+        return 0, 1
+    return max(1, matched), 0
 
 
 def _exclude_regex(req: Request) -> LineRegex | None:

@@ -84,6 +84,14 @@ def _unescape(raw: bytes) -> bytes | None:
         return None
 
 
+def matched_lines(end: bytes | ripgrep.RgLine) -> int | None:
+    """The matching lines an `end` record's statistics give for its file (None if it has none)."""
+    record = end if type(end) is bytes else end.tail
+    at = record.rfind(b'"matched_lines":')
+    stats = _MATCHED_LINES.match(record, at) if at >= 0 else None
+    return None if stats is None else int(stats.group(1))
+
+
 @dataclass
 class RgMatch:
     """What rg claims about one matching line: where it is and what it says. `cut`: `data` is only the
@@ -272,14 +280,12 @@ class Reported:
         a file with a line that did not verify keeps only its verified ones."""
         found = self.found
         assert found is not None
-        record = end if type(end) is bytes else end.tail
-        at = record.rfind(b'"matched_lines":')
-        stats = _MATCHED_LINES.match(record, at) if at >= 0 else None
-        if stats is None:
+        matched = matched_lines(end)
+        if matched is None:
             self.rejected += 1
             return
         if not self.rejected:
-            found.count += max(0, int(stats.group(1)) - self.seen)
+            found.count += max(0, matched - self.seen)
 
     def line(self, record: bytes | ripgrep.RgLine, is_match: bool) -> None:
         """One `match` (or `context`) record of this file."""

@@ -168,6 +168,12 @@ class Collector:
         while self.stored > self.cap:
             self._drop_last(self.stored - self.cap)
 
+    def count(self, matches: int) -> None:
+        """A file none of whose lines could be kept when it was committed (`could_keep` False): its count."""
+        if matches > 0:
+            self.total_matches += matches
+            self.total_files += 1
+
     def confirmed(self, key: tuple[int, str], lines: list[tuple[int, str]], failed: int) -> None:
         """`key`'s kept lines once its deferred ones are checked: `lines`, in order, without the `failed` ones
         that did not confirm. A file with such a line counts only its confirmed lines."""
