@@ -39,9 +39,7 @@ _LINES_TEXT = re.compile(rb'"lines":\{"text":"')
 _MATCH_FIELDS = re.compile(
     rb'"lines":\{"(text|bytes)":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),'
 )
-_LINES_TEXT_AT = b'"lines":{"text":"'
-_LINE_NUMBER_AT = b'"},"line_number":'
-_OFFSET_AT = b'"absolute_offset":'
+_TEXT_FIELDS = re.compile(rb'"lines":\{"text":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),')
 _MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
 _BEGIN_HEAD = b'{"type":"begin","data":{"path":{"text":"'
 _BEGIN_TEXT = re.compile(rb'^\{"type":"begin","data":\{"path":\{"text":' + _JSON_STR + rb'\}\}\}$')
@@ -92,7 +90,7 @@ def matched_lines(end: bytes | ripgrep.RgLine) -> int | None:
     return None if stats is None else int(stats.group(1))
 
 
-@dataclass
+@dataclass(slots=True)
 class RgMatch:
     """What rg claims about one matching line: where it is and what it says. `cut`: `data` is only the
     start of a line too long to keep whole."""
@@ -106,22 +104,21 @@ class RgMatch:
 def parse_match(line: bytes | ripgrep.RgLine) -> RgMatch | None:
     """One `match` record of rg's JSON (bytes, or an `RgLine` cut for length), without a full JSON parse in
     the common case."""
-    if not isinstance(line, bytes):
+    if type(line) is not bytes:
         return _salvage_match(line)
-    start = line.find(_LINES_TEXT_AT)
-    if start >= 0:  # the usual layout, read by position: `"lines":{"text":"…"},"line_number":N,"absolute_offset":N,`
-        start += len(_LINES_TEXT_AT)
-        end = line.find(_LINE_NUMBER_AT, start)  # the text's own quotes are escaped: this is where it ends
-        if end >= 0:
-            number_at = end + len(_LINE_NUMBER_AT)
-            comma = line.find(b",", number_at)
-            if line.startswith(_OFFSET_AT, comma + 1):
-                offset_at = comma + 1 + len(_OFFSET_AT)
-                offset_end = line.find(b",", offset_at)
-                number, offset = line[number_at:comma], line[offset_at:offset_end]
-                if number.isdigit() and offset.isdigit():
-                    data = _unescape(line[start:end])
-                    return None if data is None else RgMatch(int(number), int(offset), data)
+    m = _TEXT_FIELDS.search(line)  # the usual layout: `"lines":{"text":"…"},"line_number":N,"absolute_offset":N,`
+    if m is not None:
+        raw, number, offset = m.groups()
+        at = raw.find(b"\\")
+        if at < 0:
+            data = raw
+        elif at == len(raw) - 2 and raw[-1] == 110:  # only the line's end, `\n`
+            data = raw[:-2] + b"\n"
+        else:
+            data = _unescape(raw)
+            if data is None:
+                return None
+        return RgMatch(int(number), int(offset), data)
     m = _MATCH_FIELDS.search(line)
     if m is not None:
         raw = m.group(2)
