@@ -31,6 +31,11 @@ class RecordReader:
         self.sep, self.limit = sep, limit
         self.on_chunk: Callable[[], None] | None = None  # called as each chunk arrives (progress reports)
         self.tallied = 0  # records counted by `skip_to`
+        self._marks: dict[bytes, bytes] = {}  # `sep + prefix` of each prefix `skip_to` looked for
+
+    def _mark(self, prefix: bytes) -> bytes:
+        mark = self._marks[prefix] = self.sep + prefix
+        return mark
 
     def __iter__(self) -> RecordReader:
         return self
@@ -58,8 +63,8 @@ class RecordReader:
             pass  # the record at hand must be long enough to tell what it is
         if self._buf.startswith(prefix, self._pos):
             return next(self, None)
-        marker = self.sep + prefix
-        counted = self.sep + tally if tally is not None else b""
+        marker = self._marks.get(prefix) or self._mark(prefix)
+        counted = (self._marks.get(tally) or self._mark(tally)) if tally is not None else b""
         first = bool(counted) and self._buf.startswith(tally, self._pos)
         overlap = max(len(marker), len(counted)) - 1  # what may be the start of a prefix cut by the chunk's end
         while True:

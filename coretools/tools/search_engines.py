@@ -44,6 +44,7 @@ from coretools.tools.search_reported import (
     GatewayCopy,
     Reported,
     begin_rel,
+    confirms,
     matched_lines,
     parse_match,
 )
@@ -346,15 +347,13 @@ class RipgrepEngine:
         try:
             if record is None:
                 return -1
-            copy = GatewayCopy(fd, GatewayCopy.SMALL)
             claim = parse_match(record)
             try:
-                data = copy.confirm(claim, False) if claim is not None else None
-            except OSError:
-                data = None
+                return int(claim is not None and confirms(fd, claim))
+            except OSError:  # unreadable now: not confirmed
+                return 0
         finally:
             os.close(fd)
-        return 0 if data is None else 1
 
 
 _LISTED_FLAGS = ("--no-config", "--no-messages", "--no-ignore", "--hidden")

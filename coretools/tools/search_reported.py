@@ -42,6 +42,7 @@ _MATCH_FIELDS = re.compile(
 _TEXT_FIELDS = re.compile(rb'"lines":\{"text":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),')
 _MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
 _BEGIN_HEAD = b'{"type":"begin","data":{"path":{"text":"'
+_BEGIN_DOT = _BEGIN_HEAD + b"./"
 _BEGIN_TEXT = re.compile(rb'^\{"type":"begin","data":\{"path":\{"text":' + _JSON_STR + rb'\}\}\}$')
 UTF8_BOM = b"\xef\xbb\xbf"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -66,6 +67,10 @@ def _begin_path(data: bytes) -> str:
 
 def begin_rel(head: bytes) -> str:
     """The path a `begin` record names, relative to the directory rg searched."""
+    if head.startswith(_BEGIN_DOT) and head.endswith(b'"}}}'):  # the usual `./path`, nothing escaped
+        raw = head[len(_BEGIN_DOT) : -4]
+        if b"\\" not in raw and b'"' not in raw:
+            return raw.decode("utf-8", "surrogateescape")
     rel = _begin_path(head)
     return rel[2:] if rel.startswith("./") else rel
 
@@ -217,6 +222,20 @@ class GatewayCopy:
             parts.append(chunk)
             size += len(chunk)
         return b"".join(parts)
+
+
+def confirms(fd: int, claim: RgMatch) -> bool:
+    """Whether the file open at `fd` holds `claim`'s text at its offset, as `GatewayCopy(fd).confirm(claim,
+    whole=False)` finds (a cut claim by its start): for a line within the first `GatewayCopy.SMALL` bytes,
+    only the file up to the line's end is read (a counted file's first match is usually near its start)."""
+    size = len(claim.data)
+    need = claim.offset + size + len(UTF8_BOM)
+    if need <= GatewayCopy.SMALL:
+        block = os.pread(fd, need, 0)
+        if block[:2] not in UTF16_BOMS:
+            start = claim.offset + len(UTF8_BOM) if block.startswith(UTF8_BOM) else claim.offset
+            return block[start : start + size] == claim.data
+    return GatewayCopy(fd, GatewayCopy.SMALL).confirm(claim, False) is not None
 
 
 # rg reports files in no particular order when it runs on several threads, so a file whose lines the collector

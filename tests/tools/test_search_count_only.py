@@ -171,3 +171,30 @@ async def test_a_file_read_through_a_link_is_not_counted(root: Path, monkeypatch
     assert "DECOY" not in text_of(result)
     assert result.structured["total_matches"] == 1 and result.structured["total_files"] == 1
     assert result.structured["unverified_files"] == 1
+
+
+@pytest.mark.parametrize(
+    "head", [b"", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\xef\xbb"], ids=["plain", "utf8-bom", "utf16le", "utf16be", "cut-bom"]
+)
+def test_confirms_reads_as_the_gateway_copy_does(tmp_path: Path, head: bytes) -> None:
+    """`confirms` (a counted file's first match) agrees with `GatewayCopy.confirm` whatever the claim: at
+    the start, near `SMALL`, past it, past the end, cut for length, right or wrong."""
+    from coretools.tools.search_reported import GatewayCopy, RgMatch, confirms
+
+    body = b"".join(b"line %d alpha\n" % n for n in range(1200))  # about 16 KB
+    path = tmp_path / "f.txt"
+    path.write_bytes(head + body)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        rng = random.Random(len(head))
+        offsets = [0, 1, 5, GatewayCopy.SMALL - 20, GatewayCopy.SMALL - 3, GatewayCopy.SMALL, len(body) - 14, len(body)]
+        offsets += [rng.randrange(len(body)) for _ in range(200)]
+        for offset in offsets:
+            for size in (0, 1, 14, 40):
+                for data in (body[offset : offset + size], b"x" * size):
+                    for cut in (False, True):
+                        claim = RgMatch(1, offset, data, cut)
+                        want = GatewayCopy(fd, GatewayCopy.SMALL).confirm(claim, False) is not None
+                        assert confirms(fd, claim) == want, (offset, size, data, cut)
+    finally:
+        os.close(fd)
