@@ -45,6 +45,7 @@ from coretools.tools.search_reported import (
     Reported,
     begin_rel,
     confirms,
+    match_fields,
     matched_lines,
     parse_match,
 )
@@ -311,15 +312,21 @@ class RipgrepEngine:
                         if reported is not None:
                             fd = reported[1]
                             copy = GatewayCopy(fd)
-                    claim = parse_match(item)
-                    try:
-                        data = copy.confirm(claim) if copy is not None and claim is not None else None
-                    except OSError:
-                        data = None
-                    if data is None:
+                    if copy is None:
                         failed += 1
+                        continue
+                    fields = match_fields(item)  # a deferred record is whole, so never cut for length
+                    if fields is None:
+                        claim = parse_match(item)
+                        fields = None if claim is None else (claim.number, claim.offset, claim.data)
+                    try:
+                        ok = fields is not None and copy.read(fields[1], len(fields[2])) == fields[2]
+                    except OSError:
+                        ok = False
+                    if ok:
+                        checked.append((fields[0], show_line(fields[2], spans)))
                     else:
-                        checked.append((claim.number, show_line(data, spans)))
+                        failed += 1
             finally:
                 if fd >= 0:
                     os.close(fd)

@@ -106,24 +106,33 @@ class RgMatch:
     cut: bool = False
 
 
+def match_fields(line: bytes) -> tuple[int, int, bytes] | None:
+    """The line number, offset and text of a whole `match` record in the usual layout (`"lines":{"text":
+    "…"},"line_number":N,"absolute_offset":N,`), else None (`parse_match` reads the others)."""
+    m = _TEXT_FIELDS.search(line)
+    if m is None:
+        return None
+    raw, number, offset = m.groups()
+    at = raw.find(b"\\")
+    if at < 0:
+        data = raw
+    elif at == len(raw) - 2 and raw[-1] == 110:  # only the line's end, `\n`
+        data = raw[:-2] + b"\n"
+    else:
+        data = _unescape(raw)
+        if data is None:
+            return None
+    return int(number), int(offset), data
+
+
 def parse_match(line: bytes | ripgrep.RgLine) -> RgMatch | None:
     """One `match` record of rg's JSON (bytes, or an `RgLine` cut for length), without a full JSON parse in
     the common case."""
     if type(line) is not bytes:
         return _salvage_match(line)
-    m = _TEXT_FIELDS.search(line)  # the usual layout: `"lines":{"text":"…"},"line_number":N,"absolute_offset":N,`
-    if m is not None:
-        raw, number, offset = m.groups()
-        at = raw.find(b"\\")
-        if at < 0:
-            data = raw
-        elif at == len(raw) - 2 and raw[-1] == 110:  # only the line's end, `\n`
-            data = raw[:-2] + b"\n"
-        else:
-            data = _unescape(raw)
-            if data is None:
-                return None
-        return RgMatch(int(number), int(offset), data)
+    fields = match_fields(line)
+    if fields is not None:
+        return RgMatch(*fields)
     m = _MATCH_FIELDS.search(line)
     if m is not None:
         raw = m.group(2)
