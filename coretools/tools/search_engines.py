@@ -354,9 +354,14 @@ class RipgrepEngine:
         try:
             if record is None:
                 return -1
-            claim = parse_match(record)
+            fields = match_fields(record) if type(record) is bytes else None
+            if fields is None:
+                claim = parse_match(record)  # another layout, or cut for length (then checked by its start)
+                if claim is None:
+                    return 0
+                fields = (claim.number, claim.offset, claim.data)
             try:
-                return int(claim is not None and confirms(fd, claim))
+                return int(confirms(fd, fields[1], fields[2]))
             except OSError:  # unreadable now: not confirmed
                 return 0
         finally:

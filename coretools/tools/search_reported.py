@@ -233,18 +233,19 @@ class GatewayCopy:
         return b"".join(parts)
 
 
-def confirms(fd: int, claim: RgMatch) -> bool:
-    """Whether the file open at `fd` holds `claim`'s text at its offset, as `GatewayCopy(fd).confirm(claim,
-    whole=False)` finds (a cut claim by its start): for a line within the first `GatewayCopy.SMALL` bytes,
-    only the file up to the line's end is read (a counted file's first match is usually near its start)."""
-    size = len(claim.data)
-    need = claim.offset + size + len(UTF8_BOM)
+def confirms(fd: int, offset: int, data: bytes) -> bool:
+    """Whether the file open at `fd` holds `data` at `offset` of rg's stream, as `GatewayCopy(fd).confirm`
+    finds for a claim it does not complete (`whole=False`): for a line within the first `GatewayCopy.SMALL`
+    bytes, only the file up to the line's end is read (a counted file's first match is usually near its
+    start)."""
+    size = len(data)
+    need = offset + size + len(UTF8_BOM)
     if need <= GatewayCopy.SMALL:
         block = os.pread(fd, need, 0)
         if block[:2] not in UTF16_BOMS:
-            start = claim.offset + len(UTF8_BOM) if block.startswith(UTF8_BOM) else claim.offset
-            return block[start : start + size] == claim.data
-    return GatewayCopy(fd, GatewayCopy.SMALL).confirm(claim, False) is not None
+            start = offset + len(UTF8_BOM) if block.startswith(UTF8_BOM) else offset
+            return block[start : start + size] == data
+    return GatewayCopy(fd, GatewayCopy.SMALL).read(offset, size) == data
 
 
 # rg reports files in no particular order when it runs on several threads, so a file whose lines the collector

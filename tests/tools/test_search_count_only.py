@@ -195,6 +195,6 @@ def test_confirms_reads_as_the_gateway_copy_does(tmp_path: Path, head: bytes) ->
                     for cut in (False, True):
                         claim = RgMatch(1, offset, data, cut)
                         want = GatewayCopy(fd, GatewayCopy.SMALL).confirm(claim, False) is not None
-                        assert confirms(fd, claim) == want, (offset, size, data, cut)
+                        assert confirms(fd, offset, data) == want, (offset, size, data, cut)
     finally:
         os.close(fd)
