@@ -58,6 +58,10 @@ from coretools.tools.search_results import Collector, FileLines, Job, Request, T
 # gateway's own copy of the file (`search_reported`).
 
 
+# a reported file opened through the gateway: its collector key and its descriptor
+_Opened = tuple[tuple[int, str], int]
+
+
 class RipgrepEngine:
     name = "ripgrep"
 
@@ -87,7 +91,7 @@ class RipgrepEngine:
                 break
         return True
 
-    def _open_reported(self, ws: Workspace, target: Target, rel: str | None, view) -> tuple[tuple[int, str], int] | None:
+    def _open_reported(self, ws: Workspace, target: Target, rel: str | None, view) -> _Opened | None:
         """Open a file rg reported (`rel` below the target; None for a single-file target) through the
         gateway, following no symlink: its collector key and descriptor (the caller closes it); None if it
         cannot be (gone, swapped for a link, not a regular file, protected)."""
@@ -334,7 +338,7 @@ class RipgrepEngine:
             if failed and not counted:
                 out.unverified_files += 1
 
-    def _open_begun(self, job: Job, target: Target, rel: str | None, recheck, view) -> tuple[tuple[int, str], int] | None:
+    def _open_begun(self, job: Job, target: Target, rel: str | None, recheck, view) -> _Opened | None:
         """The file a `begin` record names (`rel` below a directory target, None for a file target), opened
         through the gateway: its collector key and descriptor; None when our rules hide it (`recheck`) or
         it cannot be opened (counted as unverified)."""

@@ -39,7 +39,9 @@ _LINES_TEXT = re.compile(rb'"lines":\{"text":"')
 _MATCH_FIELDS = re.compile(
     rb'"lines":\{"(text|bytes)":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),'
 )
-_TEXT_FIELDS = re.compile(rb'"lines":\{"text":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),')
+_TEXT_FIELDS = re.compile(
+    rb'"lines":\{"text":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),'
+)
 _MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
 _BEGIN_HEAD = b'{"type":"begin","data":{"path":{"text":"'
 _BEGIN_DOT = _BEGIN_HEAD + b"./"

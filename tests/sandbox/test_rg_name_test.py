@@ -39,7 +39,9 @@ def test_random_rules_and_names_agree_with_the_matcher() -> None:
     rng = random.Random(5)
     rule_chars = "abKkSs._-*?[]#!\\ /\u017f\u212a" + "PYCpyc"
     name_chars = "abcKkSsPYCpyc._-#\u017f\u212a\u00df"
-    fixed = [list(DEFAULT_EXCLUDES), ["*.log", "!Foo.TXT", "build/", "a/b/*.tmp", "x\\ "], ["*"], ["*.p?c"], ["K"], ["ss"]]
+    fixed = [
+        list(DEFAULT_EXCLUDES), ["*.log", "!Foo.TXT", "build/", "a/b/*.tmp", "x\\ "], ["*"], ["*.p?c"], ["K"], ["ss"]
+    ]
     rules = fixed + [
         ["".join(rng.choice(rule_chars) for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(1, 3))]
         for _ in range(300)

@@ -174,7 +174,9 @@ async def test_a_file_read_through_a_link_is_not_counted(root: Path, monkeypatch
 
 
 @pytest.mark.parametrize(
-    "head", [b"", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\xef\xbb"], ids=["plain", "utf8-bom", "utf16le", "utf16be", "cut-bom"]
+    "head",
+    [b"", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\xef\xbb"],
+    ids=["plain", "utf8-bom", "utf16le", "utf16be", "cut-bom"],
 )
 def test_confirms_reads_as_the_gateway_copy_does(tmp_path: Path, head: bytes) -> None:
     """`confirms` (a counted file's first match) agrees with `GatewayCopy.confirm` whatever the claim: at
