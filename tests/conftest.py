@@ -85,7 +85,7 @@ LONG = (
     "tests/client/test_xml_loop.py",
     "tests/client/test_oauth.py",
     "tests/server/test_auth_discovery.py",
-    "tests/client/test_cli.py::test_client_call",
+    "tests/client/test_cli.py",
     "tests/test_history_undo.py::test_history_and_undo_from_another_directory",
 )
 

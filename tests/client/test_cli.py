@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import os
 import select
@@ -11,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -81,21 +81,27 @@ while True:
 _zygote: list[subprocess.Popen] = []
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _zygote_ends_with_the_module() -> Iterator[None]:
+    """The zygote lives as long as this module's tests, no longer: other tests look for the processes the
+    test process has left behind. (A module-scoped fixture also keeps the module on one xdist worker, so one
+    zygote serves all its commands.)"""
+    yield
+    for zygote in _zygote:
+        zygote.stdin.close()
+        zygote.wait(timeout=30)
+        zygote.stdout.close()
+    _zygote.clear()
+
+
 def _forker() -> subprocess.Popen:
-    """This test process's zygote, started on first use; it ends when its stdin closes, at the latest when this
-    process does."""
+    """The zygote, started on first use; it ends when its stdin closes."""
     if not _zygote or _zygote[0].poll() is not None:
         errors = tempfile.TemporaryFile()
         _zygote[:] = [subprocess.Popen([sys.executable, "-c", ZYGOTE, RUNNER], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=errors, start_new_session=True)]
         errors.close()
-        atexit.register(_end, _zygote[0])
     return _zygote[0]
-
-
-def _end(zygote: subprocess.Popen) -> None:
-    zygote.stdin.close()
-    zygote.wait(timeout=30)
 
 
 def cli(*argv: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
