@@ -45,6 +45,7 @@ from coretools.tools.search_reported import (
     Reported,
     begin_rel,
     confirms,
+    many_fields,
     match_fields,
     matched_lines,
     parse_match,
@@ -305,6 +306,8 @@ class RipgrepEngine:
             copy = held
             checked: list[tuple[int, str]] = []
             failed = 0
+            # each deferred record's fields (a deferred record is whole, so never cut for length)
+            parsed = iter(many_fields([item for item in lines if type(item) is not tuple]))
             try:
                 for item in lines:
                     if type(item) is tuple:
@@ -316,10 +319,10 @@ class RipgrepEngine:
                         if reported is not None:
                             fd = reported[1]
                             copy = GatewayCopy(fd)
+                    fields = next(parsed)
                     if copy is None:
                         failed += 1
                         continue
-                    fields = match_fields(item)  # a deferred record is whole, so never cut for length
                     if fields is None:
                         claim = parse_match(item)
                         fields = None if claim is None else (claim.number, claim.offset, claim.data)

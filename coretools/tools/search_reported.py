@@ -42,6 +42,10 @@ _MATCH_FIELDS = re.compile(
 _TEXT_FIELDS = re.compile(
     rb'"lines":\{"text":"([^"\\]*(?:\\.[^"\\]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),'
 )
+# the same, never across records joined by newlines (a record has none: JSON escapes them)
+_TEXT_FIELDS_EACH = re.compile(
+    rb'"lines":\{"text":"([^"\\\n]*(?:\\.[^"\\\n]*)*)"\},"line_number":(\d+),"absolute_offset":(\d+),'
+)
 _MATCHED_LINES = re.compile(rb'"matched_lines":(\d+)')
 _BEGIN_HEAD = b'{"type":"begin","data":{"path":{"text":"'
 _BEGIN_DOT = _BEGIN_HEAD + b"./"
@@ -125,6 +129,28 @@ def match_fields(line: bytes) -> tuple[int, int, bytes] | None:
         if data is None:
             return None
     return int(number), int(offset), data
+
+
+def many_fields(records: list[bytes]) -> list[tuple[int, int, bytes] | None]:
+    """`match_fields` of each of several whole records, found in one pass over them when they all have the
+    usual layout (one regex search per record otherwise)."""
+    found = _TEXT_FIELDS_EACH.findall(b"\n".join(records))
+    if len(found) != len(records):
+        return [match_fields(record) for record in records]
+    out: list[tuple[int, int, bytes] | None] = []
+    for raw, number, offset in found:
+        at = raw.find(b"\\")
+        if at < 0:
+            data = raw
+        elif at == len(raw) - 2 and raw[-1] == 110:  # only the line's end, `\n`
+            data = raw[:-2] + b"\n"
+        else:
+            data = _unescape(raw)
+            if data is None:
+                out.append(None)
+                continue
+        out.append((int(number), int(offset), data))
+    return out
 
 
 def parse_match(line: bytes | ripgrep.RgLine) -> RgMatch | None:

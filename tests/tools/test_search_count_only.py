@@ -200,3 +200,22 @@ def test_confirms_reads_as_the_gateway_copy_does(tmp_path: Path, head: bytes) ->
                         assert confirms(fd, offset, data) == want, (offset, size, data, cut)
     finally:
         os.close(fd)
+
+
+def test_many_fields_reads_each_record_as_match_fields_does() -> None:
+    """Deferred records read in one pass: the same fields as one at a time, whatever their layout (escapes,
+    `bytes` text, a record in another order, a broken one)."""
+    from coretools.tools.search_reported import many_fields, match_fields
+
+    def record(text, number: int, offset: int, kind: str = "text") -> bytes:
+        data = {"path": {"text": "./a.txt"}, "lines": {kind: text}, "line_number": number, "absolute_offset": offset}
+        return json.dumps({"type": "match", "data": {**data, "submatches": []}}, separators=(",", ":")).encode()
+
+    usual = [record("plain\n", 1, 0), record('say "hi"\tthere\\\n', 2, 6), record("délta\r\n", 3, 30), record("", 4, 40)]
+    odd = [
+        record("aGk=", 5, 50, kind="bytes"),
+        b'{"type":"match","data":{"line_number":6,"absolute_offset":60,"lines":{"text":"x\\n"}}}',
+        b'{"type":"match","data":{"lines":{"text":"cut',
+    ]
+    for records in (usual, usual + odd, odd + usual, [usual[1]] * 5):
+        assert many_fields(records) == [match_fields(r) for r in records]
