@@ -211,7 +211,9 @@ def test_many_fields_reads_each_record_as_match_fields_does() -> None:
         data = {"path": {"text": "./a.txt"}, "lines": {kind: text}, "line_number": number, "absolute_offset": offset}
         return json.dumps({"type": "match", "data": {**data, "submatches": []}}, separators=(",", ":")).encode()
 
-    usual = [record("plain\n", 1, 0), record('say "hi"\tthere\\\n', 2, 6), record("délta\r\n", 3, 30), record("", 4, 40)]
+    usual = [
+        record("plain\n", 1, 0), record('say "hi"\tthere\\\n', 2, 6), record("délta\r\n", 3, 30), record("", 4, 40)
+    ]
     odd = [
         record("aGk=", 5, 50, kind="bytes"),
         b'{"type":"match","data":{"line_number":6,"absolute_offset":60,"lines":{"text":"x\\n"}}}',
