@@ -59,11 +59,16 @@ class RecordReader:
         read past unparsed. The ones among them that start with `tally` are counted in `tallied` as far as
         they were passed before more of the stream is read (`on_chunk` sees them; the caller learns the
         rest from the record returned). Neither prefix may contain `sep`, which no record does either."""
+        marker = self._marks.get(prefix) or self._mark(prefix)
+        at = self._buf.find(marker, self._pos)
+        if at >= 0:  # the usual case: the record is read already (and so is enough of the one at hand)
+            if not self._buf.startswith(prefix, self._pos):
+                self._pos = at + 1
+            return next(self, None)
         while len(self._buf) - self._pos < max(len(prefix), len(tally or b"")) and self._more():
             pass  # the record at hand must be long enough to tell what it is
         if self._buf.startswith(prefix, self._pos):
             return next(self, None)
-        marker = self._marks.get(prefix) or self._mark(prefix)
         counted = (self._marks.get(tally) or self._mark(tally)) if tally is not None else b""
         first = bool(counted) and self._buf.startswith(tally, self._pos)
         overlap = max(len(marker), len(counted)) - 1  # what may be the start of a prefix cut by the chunk's end

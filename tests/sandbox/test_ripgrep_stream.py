@@ -48,6 +48,32 @@ def test_skip_to_tallies_what_it_passed_before_reading_more() -> None:
     assert records.skip_to(b"end") is None
 
 
+def test_skip_to_and_next_is_find_the_record_however_the_stream_is_cut() -> None:
+    """Against the records as a list: `skip_to` gives the first record from the one at hand that starts
+    with the prefix (the one at hand included), `next_is` tells without consuming, for random streams cut
+    into chunks anywhere (inside a record, inside a prefix)."""
+    import random
+
+    rng = random.Random(11)
+    for _ in range(400):
+        kinds = [b"end", b"en", b"m", b"mx", b"e", b"endx"]
+        records = [rng.choice(kinds) + b"%d" % i for i in range(rng.randint(1, 12))]
+        stream = b"".join(r + b"\n" for r in records)
+        cuts = sorted(rng.sample(range(1, len(stream)), min(len(stream) - 1, rng.randint(0, 6))))
+        chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+        got = reader(*chunks)
+        at = 0
+        while True:
+            prefix = rng.choice([b"end", b"m", b"e"])
+            assert got.next_is(prefix) == (at < len(records) and records[at].startswith(prefix))
+            want = next((i for i in range(at, len(records)) if records[i].startswith(prefix)), None)
+            found = got.skip_to(prefix, b"m")
+            assert found == (records[want] if want is not None else None), (records, chunks, at, prefix)
+            if want is None:
+                break
+            at = want + 1
+
+
 def test_widen_pipe() -> None:
     read_end, write_end = os.pipe()
     try:
