@@ -165,9 +165,37 @@ def build_scene(tmp: Path, root: Path) -> Scene:
     return scene
 
 
+# Tests that only attempt what must be refused, or read: they share one scene per worker (building one is
+# most of a test's cost, ~1,800 times over), and each checks that the whole scene, inside the root too,
+# is as it found it, so a test that did change it fails itself rather than a later one.
+SHARED_SCENE = {
+    "test_tools_refuse_escapes", "test_tools_take_odd_names_literally", "test_tools_refuse_invalid_paths",
+    "test_tools_refuse_protected_paths", "test_tools_refuse_special_files_without_blocking",
+    "test_bulk_tools_stay_inside", "test_workspace_refuses_escapes", "test_workspace_refuses_protected",
+    "test_workspace_refuses_special_files_without_blocking", "test_workspace_rejects_invalid_paths_before_io",
+}
+
+
+@pytest.fixture(scope="session")
+def shared_scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    tmp = tmp_path_factory.mktemp("scene")
+    root = tmp / "root"
+    root.mkdir()
+    (tmp / "root-evil").mkdir()
+    (tmp / "root-evil" / "secret.txt").write_text("DECOY SECRET\n")  # as the `root` fixture makes it
+    return build_scene(tmp, root)
+
+
 @pytest.fixture
-def scene(root: Path, tmp_path: Path) -> Iterator[Scene]:
-    s = build_scene(tmp_path, root)
+def scene(request: pytest.FixtureRequest) -> Iterator[Scene]:
+    if request.node.originalname in SHARED_SCENE:
+        s = request.getfixturevalue("shared_scene")
+        before = s.outside_state(), snapshot(s.root)
+        yield s
+        assert s.outside_state() == before[0], "something outside the root changed"
+        assert snapshot(s.root) == before[1], "the shared scene's root changed"
+        return
+    s = build_scene(request.getfixturevalue("tmp_path"), request.getfixturevalue("root"))
     before = s.outside_state()
     yield s
     assert s.outside_state() == before, "something outside the root changed"
