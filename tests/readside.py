@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,3 +29,21 @@ def error_text(result, kind: str | None = None) -> str:
     if kind is not None:
         assert result.structured["error"]["kind"] == kind, result.structured
     return text_of(result)
+
+
+def fake_rg(monkeypatch, records: list[dict]) -> None:  # noqa: ANN001 - pytest's MonkeyPatch
+    """Replace rg's output with `records` (the JSON objects rg would print), for the search engine's checks
+    of what rg claims."""
+    from coretools.sandbox import ripgrep
+
+    class FakeRun:
+        def __init__(self, *args, **kwargs) -> None:
+            self.stopped = None
+            self.returncode = 0
+            self.stderr = b""
+            self.out_of_memory = False
+
+        def batches(self):
+            yield [json.dumps(record, separators=(",", ":")).encode() for record in records]
+
+    monkeypatch.setattr(ripgrep, "RgRun", FakeRun)

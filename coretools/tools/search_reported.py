@@ -119,16 +119,18 @@ def match_fields(line: bytes) -> tuple[int, int, bytes] | None:
     if m is None:
         return None
     raw, number, offset = m.groups()
+    data = _decoded(raw)
+    return None if data is None else (int(number), int(offset), data)
+
+
+def _decoded(raw: bytes) -> bytes | None:
+    """The bytes a record's JSON-escaped line text stands for (None if it cannot be read)."""
     at = raw.find(b"\\")
     if at < 0:
-        data = raw
-    elif at == len(raw) - 2 and raw[-1] == 110:  # only the line's end, `\n`
-        data = raw[:-2] + b"\n"
-    else:
-        data = _unescape(raw)
-        if data is None:
-            return None
-    return int(number), int(offset), data
+        return raw
+    if at == len(raw) - 2 and raw[-1] == 110:  # only the line's end, `\n`
+        return raw[:-2] + b"\n"
+    return _unescape(raw)
 
 
 def many_fields(records: list[bytes]) -> list[tuple[int, int, bytes] | None]:
@@ -139,17 +141,8 @@ def many_fields(records: list[bytes]) -> list[tuple[int, int, bytes] | None]:
         return [match_fields(record) for record in records]
     out: list[tuple[int, int, bytes] | None] = []
     for raw, number, offset in found:
-        at = raw.find(b"\\")
-        if at < 0:
-            data = raw
-        elif at == len(raw) - 2 and raw[-1] == 110:  # only the line's end, `\n`
-            data = raw[:-2] + b"\n"
-        else:
-            data = _unescape(raw)
-            if data is None:
-                out.append(None)
-                continue
-        out.append((int(number), int(offset), data))
+        data = _decoded(raw)
+        out.append(None if data is None else (int(number), int(offset), data))
     return out
 
 

@@ -20,7 +20,7 @@ import pytest
 from coretools.sandbox import rg_records, ripgrep
 from coretools.tools import search_engines
 from tests.conftest import call_tool, text_of
-from tests.readside import write_files
+from tests.readside import fake_rg, write_files
 
 pytestmark = pytest.mark.anyio
 
@@ -102,20 +102,6 @@ async def test_counted_and_sorted_answers_are_the_general_paths(root: Path, monk
     for label in ("one thread", "two threads"):
         for query, want, got in zip(QUERIES, runs["general"], runs[label]):
             assert got == want, (label, query)
-
-
-def fake_rg(monkeypatch: pytest.MonkeyPatch, records: list[dict]) -> None:
-    class FakeRun:
-        def __init__(self, *args, **kwargs) -> None:
-            self.stopped = None
-            self.returncode = 0
-            self.stderr = b""
-            self.out_of_memory = False
-
-        def batches(self):
-            yield [json.dumps(record, separators=(",", ":")).encode() for record in records]
-
-    monkeypatch.setattr(ripgrep, "RgRun", FakeRun)
 
 
 def reported(path: str, matched: int | None, *lines: tuple[int, int, str]) -> list[dict]:

@@ -9,7 +9,6 @@ only lines the gateway's own read confirms may be counted or shown.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 from coretools.sandbox import ripgrep
 from coretools.tools import search_engines
 from tests.conftest import call_tool, text_of
-from tests.readside import write_files
+from tests.readside import fake_rg, write_files
 
 pytestmark = pytest.mark.anyio
 
@@ -36,22 +35,6 @@ def rg_follows_links(monkeypatch: pytest.MonkeyPatch) -> None:
         return real([argv[0], "--follow", *argv[1:]], *args, **kwargs)
 
     monkeypatch.setattr(ripgrep, "RgRun", following)
-
-
-def fake_rg(monkeypatch: pytest.MonkeyPatch, records: list[dict]) -> None:
-    """Replace rg's output with `records` (the JSON objects rg would print)."""
-
-    class FakeRun:
-        def __init__(self, *args, **kwargs) -> None:
-            self.stopped = None
-            self.returncode = 0
-            self.stderr = b""
-            self.out_of_memory = False
-
-        def batches(self):
-            yield [json.dumps(record, separators=(",", ":")).encode() for record in records]
-
-    monkeypatch.setattr(ripgrep, "RgRun", FakeRun)
 
 
 def reported(path: str, *lines: tuple[int, int, str]) -> list[dict]:
