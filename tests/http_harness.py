@@ -133,9 +133,11 @@ class HttpServer:
         probe: bool = False,
         preexec_fn: Callable[[], None] | None = None,
         timeout: float = 30.0,
+        command: list[str] | None = None,
     ) -> HttpServer:
+        """Start a server on `roots` (or run `command`, which must start one) and wait for its URL."""
         proc = subprocess.Popen(
-            server_command(roots, *flags, probe=probe),
+            command or server_command(roots, *flags, probe=probe),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shlex
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -262,6 +263,7 @@ class _Checker:
 
     def redirect(self, node: Any, depth: int) -> None:
         if node.type == "heredoc_redirect":
+            _check_heredoc_end(node)
             for child in node.named_children:
                 if child.type == "heredoc_body":
                     self.value(child, depth)
@@ -275,7 +277,7 @@ class _Checker:
             return
         operator = next((c.type for c in node.children if not c.is_named), "")
         literal = _literal(targets[0]) if targets else None
-        if operator in (">&", "<&") and literal is not None and (literal.isdigit() or literal == "-"):
+        if operator in (">&", "<&") and literal is not None and (_ascii_digits(literal) or literal == "-"):
             return
         if literal == "/dev/null":
             return
@@ -453,6 +455,42 @@ def _first_error(node: Any) -> Any:
             return current
         stack.extend(reversed(current.children))
     return node
+
+
+def agreeing_locale(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a checked command: with a character set in which bash splits the command as the checker
+    did. In a legacy multibyte locale (GBK, GB18030, Big5...) bash pairs the bytes of UTF-8 text differently:
+    `中` is E4 B8 AD, and AD 5C is a GBK character, so in `中\\;` bash takes the backslash as half of a
+    character and `;` ends the command. UTF-8 and C keep the checker's reading; anything else runs in
+    C.UTF-8 (where the system has no C.UTF-8, bash falls back to C, which is also safe)."""
+    name = env.get("LC_ALL") or env.get("LC_CTYPE") or env.get("LANG") or ""
+    codeset = name.partition(".")[2].partition("@")[0].lower().replace("-", "").replace("_", "")
+    if name in ("", "C", "POSIX") or codeset == "utf8":
+        return env
+    return {**env, "LC_ALL": "C.UTF-8"}
+
+
+def _ascii_digits(text: str) -> bool:
+    """A descriptor number as bash reads one: `str.isdigit` also takes `²` or `١`, which bash reads as a
+    file name (`>&²` writes a file)."""
+    return text.isascii() and text.isdigit()
+
+
+def _check_heredoc_end(node: Any) -> None:
+    """Refuse a here-document unless the line the grammar ended it at is, byte for byte, its delimiter.
+
+    The grammar sees the ASCII view, where `é` and `ü` are both `xx`: it would end `<<é` at a line `ü` and
+    read what follows as commands, while bash, comparing the real bytes, reads on to the end of the input as
+    the document's body, expanding any `$(...)` in it."""
+    start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+    end = next((c for c in node.named_children if c.type == "heredoc_end"), None)
+    delimiter = _DELIMITER_QUOTES.sub(lambda m: m.group(1) or "", _text(start))
+    if end is None or not delimiter or _text(end) != delimiter:
+        raise _refuse(_text(node), "the here-document's end could not be matched to its delimiter exactly; end "
+                      "it with a line that holds only the delimiter")  # fmt: skip
+
+
+_DELIMITER_QUOTES = re.compile(r"""\\(.)|['"]""", re.DOTALL)
 
 
 def _key(node: Any) -> tuple[int, int]:

@@ -47,7 +47,7 @@ from coretools.sandbox.background import (
 from coretools.sandbox.runner import Outcome, Runner, RunSpec, shorten
 from coretools.sandbox.scratch import read_only_error
 from coretools.sandbox.exec_policy import runs_programs
-from coretools.sandbox.shell_policy import Refused, ShellPolicy
+from coretools.sandbox.shell_policy import Refused, ShellPolicy, agreeing_locale
 from coretools.tools.process_options import ProcessOptions
 
 MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
@@ -278,6 +278,14 @@ class RunShellCommand(Tool):
                 "Command cannot be empty. Pass the bash command to run in 'command'.", ErrorKind.INVALID_TOOL_PARAMS
             )
         try:
+            command.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ToolError(
+                f"The command contains {command[exc.start:exc.end]!r}, a lone surrogate that is not text and "
+                "cannot be passed to bash; remove it.",
+                ErrorKind.INVALID_TOOL_PARAMS,
+            ) from None
+        try:
             self.policy.check(command)
         except Refused as exc:
             raise ToolError(
@@ -302,6 +310,8 @@ class RunShellCommand(Tool):
             spec = self.settings.spec(
                 self.runner, ["bash", "-c", command], cwd=cwd, roots=roots, hardened=bool(self.policy.allow)
             )
+            if self.policy.active:
+                spec.env = agreeing_locale(spec.env)
             if args.get("is_background"):
                 job = self._start_background(command, spec, node.fd)
             else:
