@@ -31,11 +31,6 @@ class RecordReader:
         self.sep, self.limit = sep, limit
         self.on_chunk: Callable[[], None] | None = None  # called as each chunk arrives (progress reports)
         self.tallied = 0  # records counted by `skip_to`
-        self._marks: dict[bytes, bytes] = {}  # `sep + prefix` of each prefix `skip_to` looked for
-
-    def _mark(self, prefix: bytes) -> bytes:
-        mark = self._marks[prefix] = self.sep + prefix
-        return mark
 
     def __iter__(self) -> RecordReader:
         return self
@@ -59,7 +54,7 @@ class RecordReader:
         read past unparsed. The ones among them that start with `tally` are counted in `tallied` as far as
         they were passed before more of the stream is read (`on_chunk` sees them; the caller learns the
         rest from the record returned). Neither prefix may contain `sep`, which no record does either."""
-        marker = self._marks.get(prefix) or self._mark(prefix)
+        marker = self.sep + prefix
         at = self._buf.find(marker, self._pos)
         if at >= 0:  # the usual case: the record is read already (and so is enough of the one at hand)
             if not self._buf.startswith(prefix, self._pos):
@@ -69,7 +64,7 @@ class RecordReader:
             pass  # the record at hand must be long enough to tell what it is
         if self._buf.startswith(prefix, self._pos):
             return next(self, None)
-        counted = (self._marks.get(tally) or self._mark(tally)) if tally is not None else b""
+        counted = self.sep + tally if tally is not None else b""
         first = bool(counted) and self._buf.startswith(tally, self._pos)
         overlap = max(len(marker), len(counted)) - 1  # what may be the start of a prefix cut by the chunk's end
         while True:

@@ -44,11 +44,10 @@ from coretools.tools.search_reported import (
     GatewayCopy,
     Reported,
     begin_rel,
+    claim_fields,
     confirms,
     many_fields,
-    match_fields,
     matched_lines,
-    parse_match,
 )
 from coretools.tools.search_results import Collector, FileLines, Job, Request, Target, show_line
 
@@ -324,8 +323,7 @@ class RipgrepEngine:
                         failed += 1
                         continue
                     if fields is None:
-                        claim = parse_match(item)
-                        fields = None if claim is None else (claim.number, claim.offset, claim.data)
+                        fields = claim_fields(item)
                     try:
                         ok = fields is not None and copy.read(fields[1], len(fields[2])) == fields[2]
                     except OSError:
@@ -361,12 +359,9 @@ class RipgrepEngine:
         try:
             if record is None:
                 return -1
-            fields = match_fields(record) if type(record) is bytes else None
+            fields = claim_fields(record)  # cut for length: checked by its start
             if fields is None:
-                claim = parse_match(record)  # another layout, or cut for length (then checked by its start)
-                if claim is None:
-                    return 0
-                fields = (claim.number, claim.offset, claim.data)
+                return 0
             try:
                 return int(confirms(fd, fields[1], fields[2]))
             except OSError:  # unreadable now: not confirmed

@@ -96,24 +96,18 @@ def _blocks(req: Request, out: Collector) -> tuple[list[str], int, int, bool]:
     for key in out.keys():
         block = [f"File: {key[1]}"]
         context = out.context.get(key)
-        if not context:  # matching lines only (most searches): the rows as they are kept
-            for number, text in out.kept[key]:
-                row = f"L{number}: {text}"
-                if size + len(row) > budget and shown:
-                    full = False
-                    break
-                block.append(row)
-                size += len(row) + 1
-                shown += 1
-        else:
-            for number, text, is_match in _rows(out.kept[key], context, req.before, req.after):
-                row = f"L{number}{':' if is_match else '-'} {text}"
-                if size + len(row) > budget and shown:
-                    full = False
-                    break
-                block.append(row)
-                size += len(row) + 1
-                shown += is_match
+        if context:
+            rows = _rows(out.kept[key], context, req.before, req.after)
+        else:  # matching lines only (most searches): the rows as they are kept
+            rows = ((number, text, True) for number, text in out.kept[key])
+        for number, text, is_match in rows:
+            row = f"L{number}{':' if is_match else '-'} {text}"
+            if size + len(row) > budget and shown:
+                full = False
+                break
+            block.append(row)
+            size += len(row) + 1
+            shown += is_match
         if len(block) > 1:
             body += ["---", *block]
             shown_files += 1

@@ -146,6 +146,18 @@ def many_fields(records: list[bytes]) -> list[tuple[int, int, bytes] | None]:
     return out
 
 
+def claim_fields(record: bytes | ripgrep.RgLine) -> tuple[int, int, bytes] | None:
+    """The line number, offset and text of any `match` record, without an `RgMatch` in the usual layout
+    (`match_fields`); the others, and a record cut for length (its text then the line's start), through
+    `parse_match`."""
+    if type(record) is bytes:
+        fields = match_fields(record)
+        if fields is not None:
+            return fields
+    claim = parse_match(record)
+    return None if claim is None else (claim.number, claim.offset, claim.data)
+
+
 def parse_match(line: bytes | ripgrep.RgLine) -> RgMatch | None:
     """One `match` record of rg's JSON (bytes, or an `RgLine` cut for length), without a full JSON parse in
     the common case."""
