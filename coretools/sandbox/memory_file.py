@@ -7,6 +7,9 @@ Workspace; this module does its I/O, and nothing else.
 Saves are serialised by a process-wide lock plus an exclusive `flock` on a lock file beside the memory
 file (other server processes), then written atomically: temp file in the same directory, fsync, rename,
 fsync of the directory. Concurrent saves therefore all land, and a reader never sees a half-written file.
+
+The file is loaded into every later session's context, so it is bounded: a save that would make it larger
+than `MAX_FILE_BYTES` is refused (`FileFull`) before more than that much of it is read, whatever its size.
 """
 
 from __future__ import annotations
@@ -28,6 +31,16 @@ HEADER = "## Gemini Added Memories"
 _HEADER_LINE = re.compile(r"^## Gemini Added Memories[ \t]*$", re.MULTILINE)
 _LEADING_BULLETS = re.compile(r"^(?:-+\s*|[*+]\s+)+")
 _PROCESS_LOCK = threading.Lock()
+MAX_FILE_BYTES = 256 * 1024
+
+
+class FileFull(Exception):
+    """A save would make the memory file larger than `MAX_FILE_BYTES`: it is `size` bytes, and would be
+    `after` with the fact (None: it is over the limit already, and was not read)."""
+
+    def __init__(self, path: Path, size: int, after: int | None) -> None:
+        super().__init__(f"{path} is {size} bytes")
+        self.path, self.size, self.after = path, size, after
 
 
 def default_path() -> Path:
@@ -78,7 +91,8 @@ def with_fact(content: str, fact: str) -> str:
 
 def append_fact(path: Path, fact: str) -> Path:
     """Add a (sanitised) fact to the memory file at `path`; returns the file actually written (a symlinked
-    memory file is updated at its target). Raises OSError on failure."""
+    memory file is updated at its target). Raises OSError on failure, `FileFull` when the file would grow
+    past `MAX_FILE_BYTES` (then at most that much of it was read)."""
     real = Path(os.path.realpath(path))
     with _PROCESS_LOCK:
         real.parent.mkdir(parents=True, exist_ok=True)
@@ -86,12 +100,17 @@ def append_fact(path: Path, fact: str) -> Path:
         try:
             if fcntl is not None:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            try:
-                old = real.read_bytes().decode("utf-8", "replace")
-                mode = stat.S_IMODE(real.stat().st_mode)
-            except FileNotFoundError:
-                old, mode = "", None
-            _replace(real, with_fact(old, fact).encode("utf-8"), mode)
+            found = read_prefix(real, MAX_FILE_BYTES + 1)
+            if found is None:
+                old, size, mode = b"", 0, None
+            else:
+                (old, size), mode = found, stat.S_IMODE(real.stat().st_mode)
+            if len(old) > MAX_FILE_BYTES:
+                raise FileFull(real, max(size, len(old)), None)
+            data = with_fact(old.decode("utf-8", "replace"), fact).encode("utf-8")
+            if len(data) > MAX_FILE_BYTES:
+                raise FileFull(real, size, len(data))
+            _replace(real, data, mode)
         finally:
             os.close(lock_fd)  # releases the flock
     return real

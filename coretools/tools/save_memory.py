@@ -12,6 +12,11 @@ from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import memory_file
 from coretools.tools.base import Tool, ToolContext, ToolResult
 
+# One fact, as given. The memory file is loaded into every later session's context, and Gemini CLI's memory
+# is for short facts ("I like pineapple on pizza"): 2,000 characters is a long paragraph, about 500 tokens of
+# every future prompt. Checked before the fact is touched, so a huge argument costs nothing more.
+MAX_FACT_CHARS = 2000
+
 
 @dataclass(frozen=True)
 class MemoryOptions:
@@ -68,6 +73,13 @@ class SaveMemory(Tool):
         return Path(configured).expanduser().absolute() if configured else memory_file.default_path()
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if len(args["fact"]) > MAX_FACT_CHARS:
+            raise ToolError(
+                f'Parameter "fact" is {len(args["fact"]):,} characters; a memory is a short fact of at most '
+                f"{MAX_FACT_CHARS:,} characters (it is loaded into every later session). Save the essential "
+                "point in a sentence or two; for longer notes, write a file in the workspace instead.",
+                ErrorKind.INVALID_TOOL_PARAMS,
+            )
         fact = memory_file.sanitize(args["fact"])
         if not fact:
             raise ToolError(
@@ -78,6 +90,8 @@ class SaveMemory(Tool):
         path = self.memory_path()
         try:
             written = await anyio.to_thread.run_sync(memory_file.append_fact, path, fact)
+        except memory_file.FileFull as full:
+            raise ToolError(_full_message(full), ErrorKind.MEMORY_TOOL_EXECUTION_ERROR) from None
         except OSError as exc:
             detail = f"{exc.strerror or exc} ({memory_file.shown(Path(exc.filename or path))})"
             raise ToolError(
@@ -89,6 +103,17 @@ class SaveMemory(Tool):
             f"{message} (saved in {memory_file.shown(written)}).",
             {"success": True, "message": message, "file": str(written)},
         )
+
+
+def _full_message(full: memory_file.FileFull) -> str:
+    where = memory_file.shown(full.path)
+    size = f"is {full.size:,} bytes" if full.after is None else f"would be {full.after:,} bytes with this fact"
+    return (
+        f"Failed to save memory: the memory file {where} {size}, over the limit of "
+        f"{memory_file.MAX_FILE_BYTES:,} bytes (it is loaded into every session). Nothing was written. Ask the "
+        f"user to trim it: remove facts no longer needed from the '{memory_file.HEADER}' section, or move long "
+        "notes elsewhere. The operator can also choose another file with --memory-file."
+    )
 
 
 TOOL = SaveMemory

@@ -247,3 +247,25 @@ async def test_read_file_window_past_a_huge_utf16_line(root: Path, tmp_path: Pat
     assert not result.is_error, text[:500]
     assert "second line" in text and "third line" not in text
     assert "Showing lines 2-2 of 3 total lines" in text
+
+
+# ---------------------------------------------------------------- save_memory
+
+
+async def test_save_memory_does_not_read_a_huge_memory_file(root: Path, tmp_path: Path) -> None:
+    """The memory file grew to 200 MB (saves were unbounded, or something else wrote it): a save reads no more
+    than the file's limit, and refuses. (The warm-up saves to the file before it is grown.)"""
+    memory = tmp_path / "GEMINI.md"
+    line = b"- " + b"remember this " * 7 + b"\n"
+    async with serving(root, tmp_path, "--memory-file", str(memory)) as server:
+        await server.call("save_memory", {"fact": "x" * 1000})
+        with memory.open("ab") as fh:
+            fh.write(line * (200 * MIB // len(line)))
+        size = memory.stat().st_size
+        idle = server.peak()
+        result = await server.call("save_memory", {"fact": "y" * 1000})
+        grown = server.peak() - idle
+    text = text_of(result)
+    assert grown < BOUND, f"peak RSS grew by {grown / MIB:.0f} MiB"
+    assert result.is_error and f"is {size:,} bytes, over the limit" in text, text[:500]
+    assert memory.stat().st_size == size

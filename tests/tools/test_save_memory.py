@@ -198,3 +198,46 @@ async def test_published_over_mcp(root, mode, mem):
         bad = await client.call_tool("save_memory", {"fact": "x", "scope": "project"})
         assert bad.is_error
     assert mem.read_text() == f"{HEADER}\n- via mcp\n"
+
+
+async def test_a_long_fact_is_refused_before_anything_is_written(root, mem):
+    from coretools.tools.save_memory import MAX_FACT_CHARS
+
+    res = await save(root, mem, "x" * (MAX_FACT_CHARS + 1))
+    text = text_of(res)
+    assert res.is_error and res.structured["error"]["kind"] == "invalid_tool_params"
+    assert f"is {MAX_FACT_CHARS + 1:,} characters" in text and f"at most {MAX_FACT_CHARS:,}" in text
+    assert "sentence or two" in text
+    assert not mem.exists()
+    longest = await save(root, mem, "y" * MAX_FACT_CHARS)
+    assert not longest.is_error, text_of(longest)
+    assert mem.read_text() == f"{HEADER}\n- {'y' * MAX_FACT_CHARS}\n"
+
+
+async def test_a_save_that_would_make_the_file_too_large_is_refused(root, mem):
+    limit = memory_file.MAX_FILE_BYTES
+    mem.parent.mkdir(parents=True)
+    almost = f"{HEADER}\n" + "- an old fact\n" * ((limit - 100) // 14)
+    mem.write_text(almost)
+    size = mem.stat().st_size
+    fits = await save(root, mem, "z" * (limit - size - 3))  # "- " and "\n"
+    assert not fits.is_error, text_of(fits)
+    assert mem.stat().st_size == limit
+    full = mem.read_bytes()
+    res = await save(root, mem, "one more")
+    text = text_of(res)
+    assert res.is_error and res.structured["error"]["kind"] == "memory_tool_execution_error"
+    assert f"would be {limit + 11:,} bytes with this fact, over the limit of {limit:,} bytes" in text
+    assert "trim it" in text and HEADER in text and "--memory-file" in text
+    assert mem.read_bytes() == full
+
+
+async def test_a_memory_file_over_the_limit_is_not_read_whole(root, mem):
+    mem.parent.mkdir(parents=True)
+    with mem.open("wb") as fh:
+        fh.truncate(50 * 1024 * 1024)  # sparse: 50 MB of NULs the save would have decoded
+    res = await save(root, mem, "fact")
+    text = text_of(res)
+    assert res.is_error and f"is {50 * 1024 * 1024:,} bytes, over the limit" in text, text
+    assert mem.stat().st_size == 50 * 1024 * 1024
+    assert [p.name for p in mem.parent.iterdir() if p.name.endswith(".tmp")] == []
