@@ -1,0 +1,274 @@
+"""Attacks on the lifetime of what a command starts: no process outlives its call or the server, whatever it
+does to its environment, session, process group or parent.
+
+Each scene is a real stdio server (`python -m coretools serve`) in one sandbox mode (`none`, `landlock`,
+`bwrap`), driven over its pipes with plain JSON-RPC, so the test holds the server's PID and chooses how it
+ends: the client closes stdin (the usual end of a stdio server), SIGTERM, or SIGKILL (no handler runs: only
+the kernel can take the commands with it — a PID namespace, PR_SET_PDEATHSIG, a cgroup). In one scene the
+model starts every escape below in a foreground call, the same escapes inside a call stopped by its time
+limit, and a few `is_background` commands; then the server ends. Every process carries a unique marker
+argument (`sleep 4242.<digits>`), looked up in the host's `/proc/*/cmdline`, so what is found alive is
+exactly what the command started, however it renamed its session or dropped the `CORETOOLS_RUN_ID`
+environment marker.
+
+What is asserted, per scene:
+* a call stopped by its time limit (`--shell-timeout`) leaves nothing alive when it returns;
+* `is_background` commands, escapes included, run while the server runs;
+* within a few seconds after the server ends, however it ends, nothing that any command started is alive.
+A foreground `cmd &` child may outlive its call (as in Gemini CLI); the server owns it until it exits.
+
+Anything found alive is killed by PID when its scene ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from http_harness import REPO, server_env, wait_for
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(sys.platform != "linux", reason="the kernel's process tree is Linux's /proc"),
+]
+
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+TIME_LIMIT = 2  # --shell-timeout of every scene: the stopped call waits this long
+GONE_WITHIN = 5.0  # seconds after the server's end by which nothing may be left
+
+# What a steered model runs to keep a process alive after its call: each `{m}` is one marker duration.
+ESCAPES = {
+    "setsid_env_u": "setsid env -u CORETOOLS_RUN_ID sleep {m} >/dev/null 2>&1 &",
+    "double_fork": "( (sleep {m} >/dev/null 2>&1 &) &)",
+    "nohup_disown": "nohup sleep {m} >/dev/null 2>&1 & disown",
+    "setsid_fork": "setsid -f sleep {m} >/dev/null 2>&1",
+    "new_process_group": PY + " -c 'import os; os.setpgid(0, 0); os.execvp(\"sleep\", [\"sleep\", \"{m}\"])' "
+    ">/dev/null 2>&1 &",
+    "wiped_env_double_fork": "env -i setsid -f sh -c '(sleep {m} &)' >/dev/null 2>&1",
+}
+# `is_background` commands: the leader stays, and what it started tried to leave its group and marker.
+BACKGROUND = {
+    "plain": "exec sleep {m}",
+    "setsid_env_u": "setsid -f env -u CORETOOLS_RUN_ID sleep {m} >/dev/null 2>&1; exec sleep {m}",
+    "double_fork_new_group": "( (" + ESCAPES["new_process_group"] + ") &); exec sleep {m}",
+}
+MODES = {"none": ("--shell-sandbox", "none"), "landlock": ("--shell-sandbox", "landlock"),
+         "bwrap": ("--shell-sandbox", "bwrap")}  # fmt: skip
+ENDINGS = ("close", "sigterm", "sigkill")
+
+
+def marker() -> str:
+    return f"4242.{secrets.randbelow(10**9):09d}"
+
+
+def holders(mark: str) -> list[int]:
+    """Live processes whose command line holds `mark` (a zombie's command line is empty)."""
+    needle = mark.encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                if needle in fh.read():
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+class StdioServer:
+    """`coretools-mcp serve` over its own pipes, spoken to in newline-delimited JSON-RPC."""
+
+    def __init__(self, root: Path, *flags: str) -> None:
+        self.log = tempfile.TemporaryFile()
+        argv = [sys.executable, "-m", "coretools", "serve", "--root", str(root), "--structured-content", *flags]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     env=server_env(), cwd=str(REPO))  # fmt: skip
+        self.messages: queue.Queue[dict | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.next_id = 0
+        self.answers: dict[int, dict] = {}
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "attack", "version": "0"}}
+        self.answer(self.request("initialize", init))
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.messages.put(json.loads(line))
+            except ValueError:
+                continue
+        self.messages.put(None)
+
+    def stderr(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict) -> int:
+        """Send a request; its answer is collected by `answer`, so several can be in flight."""
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def answer(self, request_id: int, timeout: float = 60.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while request_id not in self.answers:
+            message = self.messages.get(timeout=max(deadline - time.monotonic(), 0.01))
+            if message is None:
+                raise RuntimeError(f"the server closed its output; its stderr:\n{self.stderr()}")
+            if "id" in message:
+                self.answers[message["id"]] = message
+        message = self.answers.pop(request_id)
+        if "error" in message:
+            raise RuntimeError(f"request {request_id}: {message['error']}")
+        return message["result"]
+
+    def start_shell(self, command: str, **extra: object) -> int:
+        return self.request("tools/call", {"name": "run_shell_command", "arguments": {"command": command, **extra}})
+
+    def shell_result(self, request_id: int) -> dict:
+        result = self.answer(request_id)
+        assert "structuredContent" in result, result
+        return result["structuredContent"]
+
+    def shell(self, command: str, **extra: object) -> dict:
+        return self.shell_result(self.start_shell(command, **extra))
+
+    def end(self, how: str) -> None:
+        """End the server as a client or an operator would: close stdin, SIGTERM, or SIGKILL."""
+        if how == "close":
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        elif how == "sigterm":
+            self.proc.send_signal(signal.SIGTERM)
+        else:
+            self.proc.kill()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start(root: Path, mode: str) -> StdioServer:
+    try:
+        return StdioServer(root, *MODES[mode], "--shell-timeout", str(TIME_LIMIT))
+    except (RuntimeError, queue.Empty, BrokenPipeError) as exc:
+        pytest.fail(f"the server did not start with --shell-sandbox {mode}: {exc}")
+
+
+@dataclass
+class Scene:
+    """What one server, in one sandbox mode and ended one way, left behind."""
+
+    mode: str
+    ending: str
+    foreground: dict[str, str] = field(default_factory=dict)  # escape -> marker
+    timed_out: dict[str, str] = field(default_factory=dict)
+    background: dict[str, str] = field(default_factory=dict)
+    alive_after_timeout: dict[str, list[int]] = field(default_factory=dict)
+    alive_while_running: dict[str, list[int]] = field(default_factory=dict)
+    alive_after_end: dict[str, list[int]] = field(default_factory=dict)
+    results: dict[str, dict] = field(default_factory=dict)
+
+    def markers(self) -> dict[str, str]:
+        kinds = {"fg": self.foreground, "timed": self.timed_out, "bg": self.background}
+        return {f"{kind}:{name}": mark for kind, marks in kinds.items() for name, mark in marks.items()}
+
+
+def play(server: StdioServer, scene: Scene) -> None:
+    """The model's calls: every escape in a call of its own; all of them again in one call that runs into
+    its time limit (in flight meanwhile); a few background commands."""
+    scene.timed_out = {name: marker() for name in ESCAPES}
+    command = "\n".join(ESCAPES[name].format(m=mark) for name, mark in scene.timed_out.items())
+    timed = server.start_shell(f"{command}\nsleep 60")
+    for name, template in ESCAPES.items():
+        scene.foreground[name] = mark = marker()
+        scene.results[f"fg:{name}"] = server.shell(template.format(m=mark))
+    for name, template in BACKGROUND.items():
+        scene.background[name] = mark = marker()
+        scene.results[f"bg:{name}"] = server.shell(template.format(m=mark), is_background=True, delay_ms=300)
+    wait_for(lambda: all(holders(m) for m in scene.background.values()), timeout=5)
+    scene.alive_while_running = {name: holders(mark) for name, mark in scene.background.items()}
+    scene.results["timed"] = server.shell_result(timed)
+    scene.alive_after_timeout = {name: holders(mark) for name, mark in scene.timed_out.items()}
+
+
+@pytest.fixture(scope="module", params=[(mode, ending) for mode in MODES for ending in ENDINGS],
+                ids=lambda p: f"{p[0]}-{p[1]}")  # fmt: skip
+def scene(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    mode, ending = request.param
+    root = tmp_path_factory.mktemp(f"lifetime-{mode}-{ending}") / "root"
+    root.mkdir()
+    played = Scene(mode, ending)
+    server = start(root, mode)
+    try:
+        play(server, played)
+    finally:
+        server.end(ending)
+        marks = played.markers()
+        wait_for(lambda: not any(holders(m) for m in marks.values()), timeout=GONE_WITHIN, interval=0.1)
+        played.alive_after_end = {key: holders(m) for key, m in marks.items()}
+        for pid in {pid for pids in played.alive_after_end.values() for pid in pids}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    return played
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_foreground_escape_ends_with_the_server(scene: Scene, escape: str) -> None:
+    """A foreground call's process that left its session, group, parent or marker is gone once the server
+    has ended (closed stdin, SIGTERM, or SIGKILL, which no handler of the server's sees)."""
+    key = f"fg:{escape}"
+    assert scene.results[key]["exit_code"] == 0, scene.results[key]
+    assert scene.alive_after_end[key] == [], (
+        f"`{ESCAPES[escape]}` outlived the server ({scene.mode}, {scene.ending}): PIDs {scene.alive_after_end[key]}"
+    )
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_a_call_stopped_by_its_time_limit_takes_every_process_it_started(scene: Scene, escape: str) -> None:
+    """A foreground call stopped by --shell-timeout leaves nothing alive when it returns: not even what
+    escaped its process group and dropped the marker before the limit."""
+    assert scene.results["timed"]["error"] and "wall-clock limit" in scene.results["timed"]["error"]["message"]
+    assert scene.alive_after_timeout[escape] == [], (
+        f"`{ESCAPES[escape]}` outlived its stopped call ({scene.mode}): PIDs {scene.alive_after_timeout[escape]}"
+    )
+
+
+@pytest.mark.parametrize("variant", BACKGROUND)
+def test_background_command_runs_while_the_server_runs(scene: Scene, variant: str) -> None:
+    """`is_background` keeps the command (and what it started) running after the call returns."""
+    result = scene.results[f"bg:{variant}"]
+    assert result.get("background") is True, result
+    assert scene.alive_while_running[variant], f"`{BACKGROUND[variant]}` was not running while the server ran"
+
+
+@pytest.mark.parametrize("variant", BACKGROUND)
+def test_background_command_ends_with_the_server(scene: Scene, variant: str) -> None:
+    """Nothing a background command started outlives the server, however the server ends."""
+    key = f"bg:{variant}"
+    assert scene.alive_after_end[key] == [], (
+        f"`{BACKGROUND[variant]}` outlived the server ({scene.mode}, {scene.ending}): PIDs {scene.alive_after_end[key]}"
+    )

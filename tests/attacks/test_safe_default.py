@@ -1,0 +1,295 @@
+"""Safe by default: a server started with no shell option runs every command in an OS sandbox, and each
+sandbox holds on its own.
+
+Every server here is a real subprocess (`python -m coretools serve --transport http`), its `$HOME` a
+temporary directory outside the root, and every scene lives under `/var/tmp` (outside the roots, and
+outside the `/tmp` a sandbox may replace): so a write the sandbox lets through lands on the host, where
+the test looks for it. A command may write the root and its temporary directory; it may not write
+`$HOME`, `/etc` (the server runs as root in CI and containers) or the root's `root-evil` sibling. The same
+holds with no option (`auto`: bubblewrap where user namespaces work, else Landlock), with `--shell-sandbox
+landlock` (no namespace at all: Landlock alone), with `--shell-sandbox bwrap`, and with `auto` where
+namespaces are refused (the server under a seccomp filter that refuses them, as Docker's default profile
+does), which must fall back to Landlock. `--shell-writable` adds a directory, `--shell-no-default-caches`
+takes the toolchains' caches away, `--shell-sandbox none` writes anywhere, and `--shell-no-network` under
+Landlock stops a TCP connection to a listener the test runs on 127.0.0.1.
+
+Markers have unique names and are removed if they ever appear.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from http_harness import HttpServer, http_client, server_command
+from support import snapshot
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(sys.platform != "linux", reason="the OS sandboxes are Linux only"),
+]
+
+SANDBOXED = {
+    "default": (),
+    "landlock": ("--shell-sandbox", "landlock"),
+    "bwrap": ("--shell-sandbox", "bwrap"),
+    "auto-without-namespaces": (),
+}
+# Runs the server under the bubblewrap sandbox's own seccomp filter, which refuses every namespace (as
+# Docker's default profile and hardened kernels do): bubblewrap cannot start there, Landlock can.
+NO_NAMESPACES = r"""
+import ctypes, os, sys
+from coretools.sandbox.seccomp import filter_program
+program = filter_program()
+if program is None:
+    sys.exit("no seccomp filter for this machine")
+libc = ctypes.CDLL(None, use_errno=True)
+code = ctypes.create_string_buffer(program, len(program))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(program) // 8, ctypes.addressof(code))
+if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):  # NO_NEW_PRIVS, SECCOMP filter
+    sys.exit(f"seccomp: errno {ctypes.get_errno()}")
+os.execv(sys.executable, [sys.executable, "-m", "coretools", *sys.argv[1:]])
+"""
+
+
+@dataclass
+class Scene:
+    base: Path
+    root: Path
+    evil: Path  # the root's sibling, outside every root
+    home: Path  # the server's $HOME
+    extra: Path  # a directory outside the roots that --shell-writable names
+
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home), "XDG_CACHE_HOME": str(self.home / ".cache")}
+
+
+@pytest.fixture(scope="module")
+def scene() -> Iterator[Scene]:
+    base = Path(tempfile.mkdtemp(prefix="coretools-safe-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    s = Scene(base, base / "root", base / "root-evil", base / "home", base / "extra")
+    for d in (s.root, s.evil, s.home / ".cache", s.home / ".npm", s.extra):
+        d.mkdir(parents=True)
+    (s.evil / "secret.txt").write_text("DECOY SECRET\n")
+    (s.home / ".bashrc").write_text("# the user's own\n")
+    yield s
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def start(scene: Scene, *flags: str, command: list[str] | None = None) -> HttpServer:
+    try:
+        return HttpServer.start([scene.root], "--structured-content", *flags, env=scene.env(), command=command)
+    except RuntimeError as exc:
+        pytest.fail(f"the server did not start with {' '.join(flags) or 'no shell option'}: {exc}")
+
+
+@pytest.fixture(scope="module", params=list(SANDBOXED))
+def sandboxed(request: pytest.FixtureRequest, scene: Scene) -> Iterator[HttpServer]:
+    command = None
+    if request.param == "auto-without-namespaces":
+        argv = server_command([scene.root], "--structured-content")
+        command = [sys.executable, "-c", NO_NAMESPACES, *argv[argv.index("coretools") + 1 :]]
+    server = start(scene, *SANDBOXED[request.param], command=command)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def landlock(scene: Scene) -> Iterator[HttpServer]:
+    server = start(scene, "--shell-sandbox", "landlock")
+    yield server
+    server.stop()
+
+
+async def shell(server: HttpServer, command: str) -> dict:
+    async with http_client(server.url) as client:
+        result = await client.call_tool("run_shell_command", {"command": command})
+    assert result.structured_content is not None, result
+    return result.structured_content
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+# -- what a sandboxed command cannot write --------------------------------------------------------------
+
+
+async def test_home_is_not_writable(sandboxed: HttpServer, scene: Scene) -> None:
+    """`$HOME` (shell start-up files, ssh keys, tool configuration that runs code) is read-only."""
+    name = unique("probe")
+    bashrc = (scene.home / ".bashrc").read_bytes()
+    try:
+        s = await shell(sandboxed, f'echo "$HOME"; echo pwned > "$HOME/{name}"; echo pwned >> "$HOME/.bashrc"; '
+                                   f'mkdir "$HOME/.ssh-{name}"')  # fmt: skip
+        assert s["stdout"].splitlines()[0] == str(scene.home), s  # the command aimed at the right place
+        assert not (scene.home / name).exists(), s
+        assert (scene.home / ".bashrc").read_bytes() == bashrc, s
+        assert not (scene.home / f".ssh-{name}").exists(), s
+    finally:
+        (scene.home / name).unlink(missing_ok=True)
+        (scene.home / ".bashrc").write_bytes(bashrc)
+        shutil.rmtree(scene.home / f".ssh-{name}", ignore_errors=True)
+
+
+async def test_etc_is_not_writable(sandboxed: HttpServer) -> None:
+    """`/etc` is read-only even to a server running as root."""
+    marker = Path("/etc") / unique("coretools-probe")
+    try:
+        s = await shell(sandboxed, f"touch {marker}; echo done")
+        assert s["stdout"].strip() == "done", s
+        assert not marker.exists(), s
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+async def test_outside_the_roots_is_not_writable(sandboxed: HttpServer, scene: Scene) -> None:
+    """The root's sibling directory (a path outside every root, reached through `..`) is read-only."""
+    before = snapshot(scene.evil)
+    name = unique("pwned")
+    try:
+        s = await shell(sandboxed, f"echo pwned > ../root-evil/{name}; echo pwned >> ../root-evil/secret.txt; "
+                                   f"mv ../root-evil/secret.txt ../root-evil/moved; echo done")  # fmt: skip
+        assert s["stdout"].strip() == "done", s
+        assert snapshot(scene.evil) == before, s
+    finally:
+        for extra in set(os.listdir(scene.evil)) - {"secret.txt"}:
+            (scene.evil / extra).unlink()
+        (scene.evil / "secret.txt").write_text("DECOY SECRET\n")
+
+
+async def test_the_root_and_the_temporary_directory_are_writable(sandboxed: HttpServer, scene: Scene) -> None:
+    """What a build needs still works: the root and the command's temporary directory are writable."""
+    name = unique("inside")
+    s = await shell(sandboxed, f'echo ok > {name} && t="${{TMPDIR:-/tmp}}/{name}" && echo tmp-ok > "$t" && cat "$t"')
+    assert s["exit_code"] == 0 and s["stdout"].strip() == "tmp-ok", s
+    assert (scene.root / name).read_text() == "ok\n"
+    (scene.root / name).unlink()
+
+
+async def test_the_default_caches_are_writable(sandboxed: HttpServer, scene: Scene) -> None:
+    """The toolchains' caches (here the XDG cache and npm's) stay writable: package managers work."""
+    name = unique("cache")
+    s = await shell(sandboxed, f'mkdir "$HOME/.cache/{name}" && touch "$HOME/.npm/{name}" && echo ok')
+    assert s["stdout"].strip() == "ok", s
+    assert (scene.home / ".cache" / name).is_dir() and (scene.home / ".npm" / name).exists()
+    (scene.home / ".cache" / name).rmdir()
+    (scene.home / ".npm" / name).unlink()
+
+
+# -- each sandbox alone ----------------------------------------------------------------------------------
+
+
+async def test_landlock_alone_uses_no_namespace(landlock: HttpServer, scene: Scene) -> None:
+    """`--shell-sandbox landlock` holds without bubblewrap: the command runs in the server's own user,
+    mount and PID namespaces, and a write outside what it may write is refused by the kernel's access
+    check (EACCES), not by a read-only mount (EROFS)."""
+    kinds = ("user", "mnt", "pid")
+    name = unique("probe")
+    namespaces = " ".join(f"/proc/self/ns/{k}" for k in kinds)
+    s = await shell(landlock, f'readlink {namespaces} && echo pwned > "$HOME/{name}"')
+    try:
+        assert s["stdout"].split() == [os.readlink(f"/proc/self/ns/{k}") for k in kinds], s
+        assert "Permission denied" in s["stderr"] and "Read-only file system" not in s["stderr"], s
+        assert not (scene.home / name).exists(), s
+    finally:
+        (scene.home / name).unlink(missing_ok=True)
+
+
+async def test_writable_directories_are_the_operators_choice(scene: Scene) -> None:
+    """`--shell-writable DIR` makes DIR writable; `--shell-no-default-caches` takes the caches away;
+    `$HOME` stays read-only."""
+    name = unique("extra")
+    server = start(scene, "--shell-writable", str(scene.extra), "--shell-no-default-caches")
+    try:
+        s = await shell(server, f'echo ok > {scene.extra}/{name}; mkdir "$HOME/.cache/{name}"; '
+                                f'echo pwned > "$HOME/{name}"; echo done')  # fmt: skip
+        assert s["stdout"].strip() == "done", s
+        assert (scene.extra / name).read_text() == "ok\n", s
+        assert not (scene.home / ".cache" / name).exists(), s
+        assert not (scene.home / name).exists(), s
+    finally:
+        server.stop()
+        (scene.extra / name).unlink(missing_ok=True)
+        shutil.rmtree(scene.home / ".cache" / name, ignore_errors=True)
+        (scene.home / name).unlink(missing_ok=True)
+
+
+async def test_no_sandbox_only_when_asked_for(scene: Scene) -> None:
+    """`--shell-sandbox none` runs commands with the server's rights: they write `$HOME` and outside the
+    roots (the operator asked for it)."""
+    name = unique("unsandboxed")
+    server = start(scene, "--shell-sandbox", "none")
+    try:
+        s = await shell(server, f'echo a > "$HOME/{name}" && echo b > ../root-evil/{name} && echo ok')
+        assert s["stdout"].strip() == "ok", s
+        assert (scene.home / name).read_text() == "a\n" and (scene.evil / name).read_text() == "b\n"
+    finally:
+        server.stop()
+        (scene.home / name).unlink(missing_ok=True)
+        (scene.evil / name).unlink(missing_ok=True)
+
+
+# -- the network under Landlock ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[tuple[int, list[int]]]:
+    """A TCP listener on 127.0.0.1 that counts the connections it accepts."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    accepted: list[int] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield sock.getsockname()[1], accepted
+    sock.close()
+
+
+def connect_command(port: int) -> str:
+    return f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo connected || echo refused"
+
+
+async def test_landlock_with_network(landlock: HttpServer, listener: tuple[int, list[int]]) -> None:
+    """Without `--shell-no-network`, a command under Landlock reaches a local server."""
+    port, accepted = listener
+    before = len(accepted)
+    s = await shell(landlock, connect_command(port))
+    assert s["stdout"].strip() == "connected", s
+    assert len(accepted) > before
+
+
+async def test_landlock_no_network_refuses_tcp(scene: Scene, listener: tuple[int, list[int]]) -> None:
+    """`--shell-no-network --shell-sandbox landlock`: Landlock's TCP rules refuse the connection; the
+    listener never sees it."""
+    port, accepted = listener
+    before = len(accepted)
+    server = start(scene, "--shell-sandbox", "landlock", "--shell-no-network")
+    try:
+        s = await shell(server, connect_command(port))
+    finally:
+        server.stop()
+    assert s["stdout"].strip() == "refused", s
+    assert len(accepted) == before
