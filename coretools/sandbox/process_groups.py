@@ -1,12 +1,21 @@
-"""The process groups coretools started: a registry of every group that may still have members, and the
-ways to find and kill them.
+"""The processes coretools started: a registry of every run that may still have members, and the ways to
+find and kill them.
 
-A command that leaves `cmd &` behind keeps running after the call returns (as in Gemini CLI), so each
-owner (a tool's `Runner`) kills its groups when it closes; an atexit hook and SIGTERM/SIGHUP handlers kill
-everything that is left, so the server never leaves orphans behind, even when it is stopped by a signal. A
-process that leaves its group (`setsid`, a double fork) is still found through the marker variable in its
-environment (`MARKER_VAR`), unless it also wipes its environment (`env -i`): that and SIGKILL of the server
-itself are the limits (the bubblewrap sandbox's `--die-with-parent` + PID namespace covers both).
+A run's members are found from the kernel's process tree, never from anything the command controls. Each
+run has a root process (the leader `Popen` started: bash, bwrap, or the per-run reaper of `reaper.py`),
+and its members are the root and every process descending from it, plus whatever is still in the root's
+process group. Leaving the group (`setsid`, a double fork, `nohup`, `disown`) or wiping the environment
+does not leave the tree, because orphans do not go to init:
+
+* the per-run reaper (shell commands outside bubblewrap) is a child subreaper, so every orphan of the run
+  is re-parented to it and stays its descendant for as long as it lives;
+* bubblewrap runs the command in a PID namespace, which the kernel empties when bwrap ends;
+* the server itself is a child subreaper (`become_subreaper`), so an orphan whose reaper was killed comes
+  to the server instead of init, and `kill_everything` finds it among the server's own descendants.
+
+Each owner (a session's `Runner`) kills its runs when it closes; an atexit hook and SIGTERM/SIGHUP
+handlers kill everything that is left. A server killed with SIGKILL cannot run either: the reaper and
+bwrap are told by the kernel (`PR_SET_PDEATHSIG`) and take their trees with them.
 """
 
 from __future__ import annotations
@@ -15,37 +24,45 @@ import atexit
 import os
 import signal
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 
-MARKER_VAR = "CORETOOLS_RUN_ID"
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
 class Group:
-    """One started process group: its id (the leader's pid), the marker in its members' environment, and
-    the owner that kills it on close."""
+    """One started run: its process group (the leader's pid, which is also the root of its tree) and the
+    owner that kills it on close."""
 
     pgid: int
-    marker: str
     owner: int
+
+    @property
+    def root(self) -> int:
+        return self.pgid
 
 
 _registry: dict[int, Group] = {}
 _registry_lock = threading.Lock()
 _atexit_installed = False
 _handlers_installed = False
+_subreaper = False
+_known_children: set[int] = set()  # pids the server started itself (Popen reaps them; we must not)
 
 
 def register(group: Group) -> None:
     with _registry_lock:
         _registry[group.pgid] = group
+        _known_children.add(group.pgid)
     _install_safety_net()
 
 
 def unregister(pgid: int) -> None:
     with _registry_lock:
         _registry.pop(pgid, None)
+        _known_children.discard(pgid)
 
 
 def registered(owner: int | None = None) -> list[Group]:
@@ -54,11 +71,47 @@ def registered(owner: int | None = None) -> list[Group]:
         return [g for g in _registry.values() if owner is None or g.owner == owner]
 
 
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux ≥ 3.4): orphans of the runs it started are re-parented to
+    it instead of init, so they stay in its tree. Called once by the server at start; True if it holds."""
+    global _subreaper
+    if _subreaper or not sys.platform.startswith("linux"):
+        return _subreaper
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _subreaper = False
+    return _subreaper
+
+
+def reap_orphans() -> None:
+    """Collect the exit status of orphans re-parented to this process (a subreaper), which no `Popen` waits
+    for; the server's own children are left to their `Popen`."""
+    if not _subreaper:
+        return
+    for pid in _children(os.getpid()):
+        with _registry_lock:
+            if pid in _known_children:
+                continue
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+
 def kill_everything() -> None:
-    """SIGKILL every group (and marked escapee) any runner in this process started. Safe at exit."""
+    """SIGKILL every run any runner in this process started, and every other descendant of the server (an
+    orphan whose own reaper was killed). Safe at exit."""
     for group in registered():
         kill_group(group, signal.SIGKILL)
         unregister(group.pgid)
+    if _subreaper:
+        for pid in _descendants(os.getpid(), _process_table()):
+            _kill(pid, signal.SIGKILL)
+        reap_orphans()
 
 
 def _install_safety_net() -> None:
@@ -85,41 +138,73 @@ def _on_fatal_signal(signum: int, frame: object) -> None:
     os.kill(os.getpid(), signum)
 
 
-# -- finding and killing processes -----------------------------------------------------------------------
+# -- the kernel's process tree ---------------------------------------------------------------------------
 
-def scan(pgid: int, marker: str | None) -> list[int]:
-    """Live (non-zombie) processes in group `pgid`, or carrying `marker` in their environment."""
-    me = os.getpid()
-    found: list[int] = []
+
+def _process_table() -> dict[int, tuple[int, int]] | None:
+    """pid -> (parent pid, process group) of every live (non-zombie) process, from /proc; None without it."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        return _scan_ps(pgid)
-    needle = f"{MARKER_VAR}={marker}".encode() if marker else None
+        return None
+    table: dict[int, tuple[int, int]] = {}
     for name in names:
-        if not name.isdigit() or int(name) == me:
+        if not name.isdigit():
             continue
-        pid = int(name)
         try:
             with open(f"/proc/{name}/stat", "rb") as fh:
                 stat = fh.read()
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) < 3 or fields[0] == b"Z" or fields[0] == b"X":
+        if len(fields) < 3 or fields[0] in (b"Z", b"X"):
             continue
-        if int(fields[2]) == pgid:
-            found.append(pid)
-            continue
-        if needle is None:
-            continue
+        table[int(name)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def _descendants(root: int, table: dict[int, tuple[int, int]] | None) -> list[int]:
+    """Every live process below `root` in the tree (not `root` itself)."""
+    if table is None:
+        return []
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], list(children.get(root, ()))
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, ()))
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of `pid`, zombies included (the kernel's list per thread)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
         try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                environ = fh.read()
-        except OSError:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
+                found.extend(int(p) for p in fh.read().split())
+        except (OSError, ValueError):
             continue
-        if needle in environ.split(b"\0"):
-            found.append(pid)
+    return found
+
+
+def scan(group: Group) -> list[int]:
+    """The live members of a run: its root (if alive), every descendant of the root, and anything still in
+    its process group."""
+    table = _process_table()
+    if table is None:
+        return _scan_ps(group.pgid)
+    me = os.getpid()
+    found = {pid for pid, (_, pgid) in table.items() if pgid == group.pgid and pid != me}
+    if group.root in table:
+        found.add(group.root)
+    found.update(_descendants(group.root, table))
     return sorted(found)
 
 
@@ -138,6 +223,13 @@ def _scan_ps(pgid: int) -> list[int]:
     return sorted(pids)
 
 
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def signal_group(pgid: int, signum: int) -> None:
     """Signal the process group `pgid` itself (its members that left it are not looked for)."""
     try:
@@ -149,14 +241,14 @@ def signal_group(pgid: int, signum: int) -> None:
 
 
 def kill_group(group: Group, signum: int) -> list[int]:
-    """Signal the group and every marked process outside it; return the pids that were still alive."""
+    """Signal every member of the run (see `scan`), the tree's leaves first so that a reaper outlives what
+    it reaps; return the pids that were still alive."""
+    alive = scan(group)
+    for pid in sorted(alive, key=lambda p: p == group.root):
+        _kill(pid, signum)
     signal_group(group.pgid, signum)
-    alive = scan(group.pgid, group.marker)
-    for pid in alive:
-        try:
-            os.kill(pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
+    if signum == signal.SIGKILL:
+        reap_orphans()
     return alive
 
 

@@ -1,18 +1,42 @@
 """How the shell and discovered tools run their programs: the environment a child gets (`child_env`: the
 server's minus secrets and start-up hooks, never waiting for a human, and hardened for git under an
-allowlist), the process settings (`ProcessSettings`: timeouts, passed-through variables, the bubblewrap
-sandbox), and what a failed run is reported as (`stop_message`)."""
+allowlist), the process settings (`ProcessSettings`: timeouts, passed-through variables, the OS sandbox),
+and what a failed run is reported as (`stop_message`).
+
+The OS sandbox (`--shell-sandbox`) is one of:
+
+* `bwrap`: bubblewrap (namespaces; `bwrap.py`), the strongest: the system read-only, `.git` internals
+  read-only, secret files masked, a private `/tmp`, a PID namespace;
+* `landlock`: the kernel's Landlock access control (`landlock.py`), for hosts where user namespaces are
+  refused: writes only to the roots, a private temporary directory and the package caches;
+* `none`: no confinement (only when asked for);
+* `auto`, the default: `bwrap` where it works here, else `landlock`, else `none` with a warning at start
+  and in the server's instructions.
+
+Whatever the mode, a command's processes live in a tree the kernel keeps (`process_groups`): outside
+bubblewrap each command runs under its own reaper process (`reaper.py`), which is also where Landlock and
+the seccomp filter are applied.
+"""
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import signal
+import sys
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from coretools.sandbox import landlock, reaper
 from coretools.sandbox.bwrap import bwrap_problem, prepare_sandbox
 from coretools.sandbox.hardened_env import neutralise
 from coretools.sandbox.runner import DEFAULT_OUTPUT_CAP, Outcome, Runner, RunSpec
+from coretools.sandbox.seccomp import filter_program
+
+logger = logging.getLogger("coretools")
+SANDBOX_MODES = ("auto", "bwrap", "landlock", "none")
 
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
 # Variables that make a non-interactive shell run code or that a host set for its own prompts.
@@ -33,17 +57,36 @@ NON_INTERACTIVE = {
 }
 
 
+_server_secrets: dict[str, str] = {}  # variable name -> value, of the credentials the server itself holds
+_secrets_lock = threading.Lock()
+
+
+def hold_secret(name: str, value: str | None = None) -> None:
+    """Record that the server holds a credential in the variable `name` (the bearer token of
+    `--auth-token-env`, an OAuth token...): no command ever gets that variable, nor any other variable
+    with the same value, whatever its name and whatever `--shell-env` passes through."""
+    value = os.environ.get(name) if value is None else value
+    with _secrets_lock:
+        _server_secrets[name] = value or ""
+
+
 def child_env(
     passthrough: Iterable[str] = (), base: dict[str, str] | None = None, *, hardened: bool = False
 ) -> dict[str, str]:
-    """The server's environment minus obvious secrets (unless passed through by name), minus variables
-    that make bash run code at start-up, plus settings that keep every program from waiting for a human.
-    `hardened`: also neutralise the ways git runs programs named in its configuration (`hardened_env`), for
-    a command that runs under an allowlist."""
+    """The server's environment minus obvious secrets (unless passed through by name) and minus the
+    server's own credentials (`hold_secret`, never passed through), minus variables that make bash run
+    code at start-up, plus settings that keep every program from waiting for a human. `hardened`: also
+    neutralise the ways git runs programs named in its configuration (`hardened_env`), for a command that
+    runs under an allowlist."""
     keep = set(passthrough)
+    with _secrets_lock:
+        held_names = set(_server_secrets)
+        held_values = {v for v in _server_secrets.values() if len(v) >= 8}
     env = {}
     for name, value in (os.environ if base is None else base).items():
         upper = name.upper()
+        if name in held_names or value in held_values:
+            continue
         if name not in keep and any(word in upper for word in SECRET_WORDS):
             continue
         if name in DROP_VARS or name.startswith("BASH_FUNC_"):
@@ -57,6 +100,37 @@ DEFAULT_WALL_TIMEOUT = 600.0  # Gemini CLI's default MCP request timeout: a clie
 DEFAULT_INACTIVITY_TIMEOUT = 300.0  # Gemini CLI's tools.shell.inactivityTimeout
 
 
+@dataclass(frozen=True)
+class Sandbox:
+    """The sandbox mode in force (`bwrap`, `landlock` or `none`) and why it was chosen."""
+
+    mode: str
+    reason: str
+
+    def describe(self) -> str:
+        return {
+            "bwrap": "bubblewrap: only the roots, a private /tmp and the package caches are writable; the system, "
+            "your home directory and .git internals are read-only",
+            "landlock": "Landlock: only the roots, a private temporary directory ($TMPDIR) and the package caches "
+            "are writable",
+            "none": "no sandbox: commands can do anything the server's user can",
+        }[self.mode]
+
+
+@functools.lru_cache(maxsize=8)
+def choose_sandbox(asked: str, network: bool) -> Sandbox:
+    """The mode that `asked` means on this machine (probing bubblewrap and Landlock once)."""
+    if asked in ("bwrap", "landlock", "none"):
+        return Sandbox(asked, "asked for (--shell-sandbox)")
+    problem = bwrap_problem()
+    if problem is None:
+        return Sandbox("bwrap", "bubblewrap works here")
+    problem_ll = landlock.landlock_problem(network)
+    if problem_ll is None:
+        return Sandbox("landlock", f"bubblewrap cannot run here ({problem})")
+    return Sandbox("none", f"bubblewrap cannot run here ({problem}); {problem_ll}")
+
+
 @dataclass
 class ProcessSettings:
     """How the processes of a tool run: timeouts, environment pass-through, sandbox, output cap. The tools
@@ -65,30 +139,78 @@ class ProcessSettings:
     wall_timeout: float | None = DEFAULT_WALL_TIMEOUT
     inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT
     passthrough: tuple[str, ...] = ()
-    sandbox: str | None = None
+    sandbox: str = "auto"
     network: bool = True
     output_cap: int = DEFAULT_OUTPUT_CAP
+    writable: tuple[str, ...] = ()
+    caches: bool = True
+
+    @property
+    def chosen(self) -> Sandbox:
+        return choose_sandbox(self.sandbox or "none", self.network)
 
     def problem(self) -> str | None:
         """A configuration error to report at start-up, or None."""
-        if not self.network and self.sandbox is None:
-            return "--shell-no-network needs --shell-sandbox bwrap (without a sandbox there is no way to cut the network)"
-        if self.sandbox == "bwrap":
+        for path in self.writable:
+            if not os.path.isdir(path):
+                return f"--shell-writable {path}: not an existing directory"
+        mode = self.chosen.mode
+        if not self.network and mode == "none":
+            if self.sandbox == "auto":
+                return f"--shell-no-network: neither sandbox can cut the network here ({self.chosen.reason})"
+            return "--shell-no-network needs a sandbox (--shell-sandbox auto, bwrap or landlock); with none there is no way to cut the network"
+        if mode == "bwrap":
             return bwrap_problem()
+        if mode == "landlock":
+            return landlock.landlock_problem(self.network)
         return None
 
+    def extra_writable(self) -> list[str]:
+        """The directories a command may write besides the roots and its temporary directory."""
+        paths = [os.path.realpath(p) for p in self.writable]
+        if self.caches:
+            paths += [os.path.realpath(p) for p in landlock.default_caches()]
+        return list(dict.fromkeys(paths))
+
     def spec(
-        self, runner: Runner, argv: list[str], *, cwd: str, roots: list[str], hardened: bool = False, **extra
+        self,
+        runner: Runner,
+        argv: list[str],
+        *,
+        cwd: str,
+        roots: list[str],
+        hardened: bool = False,
+        readable: Iterable[str] = (),
+        **extra,
     ) -> RunSpec:
         """A run of `argv` in `cwd` with these settings (in the sandbox if one is set, which sees `roots`);
-        `hardened`: in the hardened environment (see `child_env`)."""
+        `hardened`: in the hardened environment (see `child_env`); `readable`: directories the operator's
+        own programs live in (a discovery or call command), shown read-only even where the sandbox hides
+        them (bubblewrap's private `/tmp`)."""
         env = child_env(self.passthrough, hardened=hardened)
         env["PWD"] = cwd
-        if self.sandbox == "bwrap":
-            sandboxed = prepare_sandbox(argv, scratch=runner.scratch_dir, cwd=cwd, roots=roots, network=self.network)
+        mode = self.chosen.mode
+        if mode == "bwrap":
+            sandboxed = prepare_sandbox(argv, scratch=runner.scratch_dir, cwd=cwd, roots=roots, network=self.network,
+                                        writable=self.extra_writable(), hidden=runner.scratch_base,
+                                        readable=[os.path.realpath(p) for p in readable])  # fmt: skip
             argv = sandboxed.argv
             extra.update(pass_fds=sandboxed.pass_fds, on_exit=sandboxed.on_exit)
             env["TMPDIR"] = "/tmp"
+        else:
+            tmp = runner.private_tmp
+            env["TMPDIR"] = tmp
+            ruleset = None
+            if mode == "landlock":
+                grants = landlock.Grants(
+                    writable=(*roots, tmp, *self.extra_writable()),
+                    readable=(runner.scratch_dir,),
+                    hidden=(runner.scratch_base,),
+                    network=self.network,
+                )
+                ruleset = landlock.Ruleset(grants)
+            argv, pass_fds, on_exit = _reaped(argv, ruleset, seccomp=mode == "landlock")
+            extra.update(pass_fds=pass_fds, on_exit=_chain(extra.get("on_exit"), on_exit))
         return RunSpec(
             argv,
             cwd=cwd,
@@ -98,6 +220,46 @@ class ProcessSettings:
             output_cap=self.output_cap,
             **extra,
         )
+
+
+def _reaped(argv: list[str], ruleset: landlock.Ruleset | None, *, seccomp: bool):
+    """`argv` run under the per-run reaper (`reaper.py`), confined by `ruleset` and the seccomp filter."""
+    seccomp_fd = -1
+    program = filter_program() if seccomp else None
+    if program is not None:
+        seccomp_fd, write = os.pipe()
+        try:
+            os.write(write, program)
+        finally:
+            os.close(write)
+    ruleset_fd = ruleset.fd if ruleset is not None else -1
+    wrapped = [sys.executable, "-I", "-S", reaper.__file__, str(os.getpid()), str(ruleset_fd), str(seccomp_fd),
+               "--", *argv]  # fmt: skip
+    fds = tuple(fd for fd in (ruleset_fd, seccomp_fd) if fd >= 0)
+
+    def on_exit(outcome: object = None) -> None:
+        if ruleset is not None:
+            ruleset.close()
+        if seccomp_fd >= 0:
+            try:
+                os.close(seccomp_fd)
+            except OSError:
+                pass
+
+    return wrapped, fds, on_exit
+
+
+def _chain(first, second):
+    if first is None:
+        return second
+
+    def both(outcome: object = None) -> None:
+        try:
+            first(outcome)
+        finally:
+            second(outcome)
+
+    return both
 
 
 def signal_name(number: int) -> str:

@@ -1,10 +1,10 @@
 """A bounded process runner: the one way coretools starts a program on the model's behalf (the shell,
 discovered tools) and for its own searches (ripgrep).
 
-Every run gets its own session and process group (so one signal reaches the whole tree, see
-`process_groups`), stdin from `/dev/null` (or a temp file holding the bytes the caller passes), the
-environment the caller built (`process_settings.child_env` for the shell) plus a per-run marker variable,
-and bounds: a wall-clock timeout, an output cap, and for `run` an inactivity timeout. Two ways to consume
+Every run gets its own session and process group (one signal reaches the group; the members found from
+the kernel's process tree get it too, see `process_groups`), stdin from `/dev/null` (or a temp file holding
+the bytes the caller passes), the environment the caller built (`process_settings.child_env` for the
+shell), and bounds: a wall-clock timeout, an output cap, and for `run` an inactivity timeout. Two ways to consume
 a run:
 
 * `Runner.run` (async): output is kept as bytes (both streams share the cap), checked for binary content,
@@ -24,7 +24,6 @@ import logging
 import os
 import re
 import resource
-import secrets
 import select
 import shutil
 import signal
@@ -39,7 +38,6 @@ import anyio
 
 from coretools.sandbox.scratch import ScratchArea
 from coretools.sandbox.process_groups import (
-    MARKER_VAR,
     Group,
     kill_group,
     register,
@@ -128,25 +126,41 @@ LiveFn = Callable[[str], Awaitable[None]]
 class Runner:
     """Runs processes for one owner (a tool instance) and kills what is left of them on `aclose()`."""
 
-    def __init__(self, label: str = "coretools") -> None:
+    def __init__(self, label: str = "coretools", *, base: str | None = None, owner: object = None) -> None:
         self.label = label
         self._owner = id(self)
+        self._base = base
+        self._area_owner = owner
         self._dir: str | None = None
         self._area: ScratchArea | None = None
 
     @property
     def scratch_dir(self) -> str:
-        """A private directory for this owner (saved outputs, the sandbox's /tmp); removed on close."""
+        """A private directory for this owner (saved outputs, the command's temporary directory), inside
+        `scratch_base` when the runner has one; removed on close."""
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix=f"{self.label}-")
+            self._dir = tempfile.mkdtemp(prefix=f"{self.label}-", dir=self._base)
         return self._dir
+
+    @property
+    def scratch_base(self) -> str:
+        """The directory that holds this runner's scratch directory and its siblings' (other sessions'):
+        what a sandbox hides from commands, granting back only `scratch_dir`."""
+        return self._base or self.scratch_dir
+
+    @property
+    def private_tmp(self) -> str:
+        """The temporary directory of this owner's commands (`TMPDIR`; `/tmp` inside bubblewrap)."""
+        path = os.path.join(self.scratch_dir, "tmp")
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        return path
 
     @property
     def saved(self) -> ScratchArea:
         """Where full outputs and background logs go (`output` in the scratch directory, which the sandbox
         shows read-only): a scratch area the file tools can read, never write (see `scratch`)."""
         if self._area is None:
-            self._area = ScratchArea(os.path.join(self.scratch_dir, "output"))
+            self._area = ScratchArea(os.path.join(self.scratch_dir, "output"), owner=self._area_owner)
         return self._area
 
     def save_output(self, name: str, data: bytes) -> str:
@@ -177,23 +191,34 @@ class Runner:
             )
         return text, path
 
-    async def aclose(self) -> None:
-        """SIGTERM every group this owner left running, SIGKILL what survives a short grace, clean up."""
-        groups = registered(self._owner)
-        for group in groups:
-            kill_group(group, signal.SIGTERM)
-        deadline = time.monotonic() + DEFAULT_KILL_GRACE
-        while groups and time.monotonic() < deadline and any(scan(g.pgid, g.marker) for g in groups):
-            await anyio.sleep(0.02)
-        for group in groups:
+    def close_now(self) -> None:
+        """SIGKILL every group this owner left running and remove its directory, at once (a session that
+        ended without a chance to wait, see `session.SessionScope`)."""
+        for group in registered(self._owner):
             kill_group(group, signal.SIGKILL)
             unregister(group.pgid)
+        self._remove()
+
+    def _remove(self) -> None:
         if self._area is not None:
             self._area.close()
             self._area = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+    async def aclose(self) -> None:
+        """SIGTERM every group this owner left running, SIGKILL what survives a short grace, clean up."""
+        groups = registered(self._owner)
+        for group in groups:
+            kill_group(group, signal.SIGTERM)
+        deadline = time.monotonic() + DEFAULT_KILL_GRACE
+        while groups and time.monotonic() < deadline and any(scan(g) for g in groups):
+            await anyio.sleep(0.02)
+        for group in groups:
+            kill_group(group, signal.SIGKILL)
+            unregister(group.pgid)
+        self._remove()
 
     async def run(self, spec: RunSpec, live: LiveFn | None = None, *, cwd_fd: int | None = None) -> Outcome:
         """Run `spec.argv` to completion or until a bound is hit. Never raises for the process's own
@@ -256,7 +281,7 @@ class Runner:
             outcome.signal = -code
         else:
             outcome.exit_code = code
-        remaining = [p for p in scan(group.pgid, group.marker) if p != process.pid]
+        remaining = [p for p in scan(group) if p != process.pid]
         if remaining and spec.keep_background and outcome.stopped is None:
             outcome.background_pids = remaining
         else:
@@ -362,11 +387,9 @@ _STREAM_POLL = 0.1  # seconds between two calls of a streamed run's `check`
 
 
 def _start(spec: RunSpec, owner: int, cwd_fd: int | None) -> tuple[subprocess.Popen, Group]:
-    """Start `spec.argv` in a session (and process group) of its own, with a fresh marker in its environment,
-    and register the group for `owner`. OSError when it cannot be started. `cwd_fd`: see `Runner.run`."""
-    marker = secrets.token_hex(8)
+    """Start `spec.argv` in a session (and process group) of its own and register the group for `owner`.
+    OSError when it cannot be started. `cwd_fd`: see `Runner.run`."""
     env = dict(os.environ if spec.env is None else spec.env)
-    env[MARKER_VAR] = marker
     cwd = spec.cwd
     if cwd_fd is not None and os.path.isdir(f"/proc/self/fd/{cwd_fd}"):
         cwd = f"/proc/self/fd/{cwd_fd}"
@@ -391,7 +414,7 @@ def _start(spec: RunSpec, owner: int, cwd_fd: int | None) -> tuple[subprocess.Po
     finally:
         if stdin_file is not None:
             stdin_file.close()
-    group = Group(process.pid, marker, owner)
+    group = Group(process.pid, owner)
     register(group)
     if spec.data_limit is not None:
         _limit_memory(process.pid, spec.data_limit)
@@ -505,7 +528,7 @@ async def _watch(process: subprocess.Popen, group: Group, spec: RunSpec, state: 
             await state.stop.wait()
     kill_group(group, signal.SIGTERM)
     with anyio.move_on_after(spec.kill_grace):
-        while process.poll() is None or scan(group.pgid, group.marker):
+        while process.poll() is None or scan(group):
             await anyio.sleep(0.02)
     kill_group(group, signal.SIGKILL)
     state.terminated.set()

@@ -25,7 +25,7 @@ import threading
 import time
 
 from coretools.errors import ErrorKind, PathError, ToolError
-from coretools.sandbox import kernel
+from coretools.sandbox import kernel, session
 
 MAX_FILES = 128
 MAX_BYTES = 512 * 1024 * 1024
@@ -39,8 +39,9 @@ class ScratchArea:
     """One flat directory of saved outputs and logs, registered so the gateway can read from it."""
 
     def __init__(self, path: str, *, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES,
-                 max_age: float = MAX_AGE) -> None:  # fmt: skip
+                 max_age: float = MAX_AGE, owner: object = None) -> None:  # fmt: skip
         os.makedirs(path, mode=0o700, exist_ok=True)
+        self.owner = owner  # the session whose calls may read it (`session.visible`); None: every session
         os.chmod(path, 0o700)
         self.path = os.path.realpath(path)
         self.max_files, self.max_bytes, self.max_age = max_files, max_bytes, max_age
@@ -129,13 +130,14 @@ class ScratchArea:
 
 def find(path: str) -> tuple[ScratchArea, str] | None:
     """The registered area that `path` names a file directly inside of, and that file's name; or None.
-    Purely lexical: the name is one plain component (no `/`, `.`, `..`)."""
+    Purely lexical: the name is one plain component (no `/`, `.`, `..`). Another session's area is None:
+    it does not exist for this caller."""
     directory, _, name = os.path.normpath(path).rpartition("/")
     if name in ("", ".", "..") or not directory:
         return None
     with _areas_lock:
         area = _areas.get(directory)
-    return None if area is None else (area, name)
+    return None if area is None or not session.visible(area.owner) else (area, name)
 
 
 def is_scratch_path(path: str) -> bool:

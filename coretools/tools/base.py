@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.session import PROCESS, SessionScope
 from coretools.sandbox.views import FileViews
 
 if TYPE_CHECKING:
@@ -84,6 +85,8 @@ class ToolContext:
     views: FileViews | None = None
     # The size budget of this call's result in characters (`--max-result-chars`); tools fit their text to it.
     result_chars: int = DEFAULT_RESULT_CHARS
+    # The calling session's private state (the shell's runner, background jobs); see `sandbox/session.py`.
+    session: SessionScope = PROCESS
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("coretools"))
     # Progress starts above 0: a call that waited in the server's queue has already reported its place as a
     # fraction below 1, and a tool's own progress (counts from 1) must never go below what was sent.

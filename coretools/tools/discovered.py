@@ -159,7 +159,8 @@ class DiscoveredTool(Tool):
         cwd = ws.primary.path
         payload = json.dumps(args, ensure_ascii=False).encode("utf-8")
         spec = self.settings.spec(
-            self.runner, self.argv, cwd=cwd, roots=[r.path for r in ws.roots], stdin_data=payload, keep_background=False
+            self.runner, self.argv, cwd=cwd, roots=[r.path for r in ws.roots], stdin_data=payload,
+            keep_background=False, readable=program_dirs(self.argv),
         )
         outcome = await self.runner.run(spec, cwd_fd=ws.primary.fd)
         stdout, _ = self.runner.present(outcome, outcome.stdout, MAX_SHOWN_CHARS)
@@ -202,7 +203,7 @@ def provide(
         raise ConfigurationError(problem)
     runner = Runner("coretools-discovered")
     cwd = os.path.realpath(roots[0]) if roots else os.getcwd()
-    spec = settings.spec(runner, argv, cwd=cwd, roots=[cwd], keep_background=False)
+    spec = settings.spec(runner, argv, cwd=cwd, roots=[cwd], keep_background=False, readable=program_dirs(argv))
     spec.wall_timeout = min(spec.wall_timeout or DISCOVERY_TIMEOUT, DISCOVERY_TIMEOUT)
     outcome = run_blocking(runner, spec)
     failure = stop_message(outcome, settings.output_cap)
@@ -251,3 +252,10 @@ def provide(
         seen.add(name)
         tools.append(DiscoveredTool(options, decl, schema, runner))
     return tools
+
+
+def program_dirs(argv: list[str]) -> list[str]:
+    """The directory of an operator's command named by path (`--discovery-command /x/discover.sh`): the
+    sandbox shows it read-only, wherever it is."""
+    program = argv[0] if argv else ""
+    return [os.path.dirname(os.path.realpath(program))] if os.sep in program else []

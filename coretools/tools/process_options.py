@@ -13,16 +13,20 @@ class ProcessOptions:
     shell_env: tuple[str, ...] = ()
     shell_timeout: float | None = DEFAULT_WALL_TIMEOUT  # 0 or None: no limit
     shell_inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT
-    shell_sandbox: str | None = None
+    shell_sandbox: str | None = "auto"  # None: as "none"
     shell_no_network: bool = False
+    shell_writable: tuple[str, ...] = ()
+    shell_no_default_caches: bool = False
 
     def settings(self) -> ProcessSettings:
         return ProcessSettings(
             wall_timeout=_seconds(self.shell_timeout),
             inactivity_timeout=_seconds(self.shell_inactivity_timeout),
             passthrough=tuple(self.shell_env),
-            sandbox=self.shell_sandbox,
+            sandbox=self.shell_sandbox or "none",
             network=not self.shell_no_network,
+            writable=tuple(self.shell_writable),
+            caches=not self.shell_no_default_caches,
         )
 
 

@@ -22,6 +22,7 @@ from tests.tools.test_schemas import gemini_problems
 
 pytestmark = pytest.mark.anyio
 
+LANDLOCK = ("--shell-sandbox", "landlock")  # sandboxed, with host PIDs (no PID namespace)
 FIELDS = ["Command", "Directory", "Stdout", "Stderr", "Error", "Exit Code", "Signal", "Background PIDs",
           "Process Group PGID"]  # fmt: skip
 MARGIN = 0.5  # seconds a backgrounding call may take beyond its delay on a loaded machine
@@ -124,7 +125,7 @@ async def test_at_most_n_background_commands(root: Path) -> None:
 
 
 async def test_lifetime_limit_kills_the_group(root: Path) -> None:
-    async with connect([root], "legacy", "--structured-content", "--background-timeout", "1") as client:
+    async with connect([root], "legacy", "--structured-content", "--background-timeout", "1", *LANDLOCK) as client:
         result, _ = await background(client, "trap '' TERM; sleep 30 & echo $!; sleep 30")
         s = result.structured_content
         child = int(s["initial_output"])
@@ -207,7 +208,7 @@ async def test_shutdown_is_logged_and_waits_for_the_kill() -> None:
 
 async def test_a_cancelled_call_takes_its_command_with_it(root: Path) -> None:
     pidfile = root / "pid"
-    async with connect([root], "legacy") as client:
+    async with connect([root], "legacy", *LANDLOCK) as client:
         with anyio.move_on_after(10):
             async with anyio.create_task_group() as tg:
 
