@@ -19,6 +19,7 @@ Markers have unique names and are removed if they ever appear.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import sys
@@ -47,22 +48,39 @@ SANDBOXED = {
     "auto-without-namespaces": (),
 }
 # Runs the server under the bubblewrap sandbox's own seccomp filter, which refuses every namespace (as
-# Docker's default profile and hardened kernels do): bubblewrap cannot start there, Landlock can.
+# Docker's default profile and hardened kernels do): bubblewrap cannot start there, Landlock can. With
+# `--no-landlock` first, a second filter makes Landlock's three calls fail with ENOSYS (an older kernel).
 NO_NAMESPACES = r"""
-import ctypes, os, sys
+import ctypes, os, struct, sys
 from coretools.sandbox.seccomp import filter_program
+libc = ctypes.CDLL(None, use_errno=True)
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+def install(program):
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = Fprog(len(program) // 8, ctypes.addressof(code))
+    if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):  # NO_NEW_PRIVS, SECCOMP
+        sys.exit(f"seccomp: errno {ctypes.get_errno()}")
 program = filter_program()
 if program is None:
     sys.exit("no seccomp filter for this machine")
-libc = ctypes.CDLL(None, use_errno=True)
-code = ctypes.create_string_buffer(program, len(program))
-class Fprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-fprog = Fprog(len(program) // 8, ctypes.addressof(code))
-if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):  # NO_NEW_PRIVS, SECCOMP filter
-    sys.exit(f"seccomp: errno {ctypes.get_errno()}")
-os.execv(sys.executable, [sys.executable, "-m", "coretools", *sys.argv[1:]])
+install(program)
+args = sys.argv[1:]
+if args[:1] == ["--no-landlock"]:
+    args = args[1:]
+    load, jeq, ret = 0x20, 0x15, 0x06
+    no_landlock = [(load, 0, 0, 0), (jeq, 3, 0, 444), (jeq, 2, 0, 445), (jeq, 1, 0, 446),
+                   (ret, 0, 0, 0x7FFF0000), (ret, 0, 0, 0x00050000 | 38)]
+    install(b"".join(struct.pack("=HBBI", *ins) for ins in no_landlock))
+os.execv(sys.executable, [sys.executable, "-m", "coretools", *args])
 """
+NOT_SANDBOXED = re.compile(r"\b(not|un|no|without( an?)?)[ -]?(os )?sandbox", re.IGNORECASE)
+
+
+def confined(scene_root: Path, *launcher_flags: str) -> list[str]:
+    """The server's command line, run through the seccomp launcher above."""
+    argv = server_command([scene_root], "--structured-content")
+    return [sys.executable, "-c", NO_NAMESPACES, *launcher_flags, *argv[argv.index("coretools") + 1 :]]
 
 
 @dataclass
@@ -98,18 +116,8 @@ def start(scene: Scene, *flags: str, command: list[str] | None = None) -> HttpSe
 
 @pytest.fixture(scope="module", params=list(SANDBOXED))
 def sandboxed(request: pytest.FixtureRequest, scene: Scene) -> Iterator[HttpServer]:
-    command = None
-    if request.param == "auto-without-namespaces":
-        argv = server_command([scene.root], "--structured-content")
-        command = [sys.executable, "-c", NO_NAMESPACES, *argv[argv.index("coretools") + 1 :]]
+    command = confined(scene.root) if request.param == "auto-without-namespaces" else None
     server = start(scene, *SANDBOXED[request.param], command=command)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def landlock(scene: Scene) -> Iterator[HttpServer]:
-    server = start(scene, "--shell-sandbox", "landlock")
     yield server
     server.stop()
 
@@ -193,14 +201,18 @@ async def test_the_default_caches_are_writable(sandboxed: HttpServer, scene: Sce
 # -- each sandbox alone ----------------------------------------------------------------------------------
 
 
-async def test_landlock_alone_uses_no_namespace(landlock: HttpServer, scene: Scene) -> None:
+landlock_only = pytest.mark.parametrize("sandboxed", ["landlock"], indirect=True)
+
+
+@landlock_only
+async def test_landlock_alone_uses_no_namespace(sandboxed: HttpServer, scene: Scene) -> None:
     """`--shell-sandbox landlock` holds without bubblewrap: the command runs in the server's own user,
     mount and PID namespaces, and a write outside what it may write is refused by the kernel's access
     check (EACCES), not by a read-only mount (EROFS)."""
     kinds = ("user", "mnt", "pid")
     name = unique("probe")
     namespaces = " ".join(f"/proc/self/ns/{k}" for k in kinds)
-    s = await shell(landlock, f'readlink {namespaces} && echo pwned > "$HOME/{name}"')
+    s = await shell(sandboxed, f'readlink {namespaces} && echo pwned > "$HOME/{name}"')
     try:
         assert s["stdout"].split() == [os.readlink(f"/proc/self/ns/{k}") for k in kinds], s
         assert "Permission denied" in s["stderr"] and "Read-only file system" not in s["stderr"], s
@@ -243,6 +255,22 @@ async def test_no_sandbox_only_when_asked_for(scene: Scene) -> None:
         (scene.evil / name).unlink(missing_ok=True)
 
 
+async def test_auto_without_either_sandbox_says_so(scene: Scene) -> None:
+    """Where neither bubblewrap (no namespaces) nor Landlock (ENOSYS) can run, `auto` still serves commands,
+    but says so: at start (naming both sandboxes) and in the instructions the model reads."""
+    server = start(scene, command=confined(scene.root, "--no-landlock"))
+    try:
+        async with http_client(server.url) as client:
+            instructions = client.instructions or ""
+            result = await client.call_tool("run_shell_command", {"command": "echo ok"})
+        assert result.structured_content["stdout"].strip() == "ok", result
+        said = "".join(server.stderr).lower()
+        assert "landlock" in said and ("bubblewrap" in said or "bwrap" in said), said
+        assert NOT_SANDBOXED.search(instructions), instructions
+    finally:
+        server.stop()
+
+
 # -- the network under Landlock ----------------------------------------------------------------------------
 
 
@@ -272,11 +300,12 @@ def connect_command(port: int) -> str:
     return f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo connected || echo refused"
 
 
-async def test_landlock_with_network(landlock: HttpServer, listener: tuple[int, list[int]]) -> None:
+@landlock_only
+async def test_landlock_with_network(sandboxed: HttpServer, listener: tuple[int, list[int]]) -> None:
     """Without `--shell-no-network`, a command under Landlock reaches a local server."""
     port, accepted = listener
     before = len(accepted)
-    s = await shell(landlock, connect_command(port))
+    s = await shell(sandboxed, connect_command(port))
     assert s["stdout"].strip() == "connected", s
     assert len(accepted) > before
 
