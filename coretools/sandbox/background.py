@@ -15,11 +15,13 @@ Bounds, because the server is a daemon that may run for weeks:
 * the runner's owner stops every job when it closes (`BackgroundJobs.aclose`), and the process-group
   safety net kills what is left if the server dies.
 
-The leader is reaped by its thread; the log records how it ended.
+The leader is reaped by its thread; the log records how it ended, and then what the job's `epilogue` says
+once nothing of the command is left (the shell tool names the git settings it changed).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import signal
@@ -40,6 +42,7 @@ DEFAULT_LIFETIME = 3600.0
 INITIAL_KEPT = 256 * 1024  # bytes of combined output kept in memory for the reply, while the call waits
 LEFTOVER_POLL = 1.0  # seconds between two looks for group members left after the leader exited
 ABANDON_AFTER = 5.0  # seconds after the kill to stop waiting for the end of output that never comes
+logger = logging.getLogger("coretools")
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ class BackgroundJob:
     """One background command: its process, its log, and the thread that serves them."""
 
     def __init__(self, process: subprocess.Popen, group: Group, spec: RunSpec, area: ScratchArea,
-                 log: tuple[int, str], limits: Limits, on_done: Callable[[BackgroundJob], None]) -> None:  # fmt: skip
+                 log: tuple[int, str], limits: Limits, on_done: Callable[[BackgroundJob], None],
+                 epilogue: Callable[[], str] | None = None) -> None:  # fmt: skip
         self.argv = list(spec.argv)
         self.label = " ".join(self.argv)
         self.pid, self.pgid = process.pid, group.pgid
@@ -73,7 +77,7 @@ class BackgroundJob:
         self.exited = threading.Event()  # the leader is reaped and both streams are closed
         self.done = threading.Event()  # nothing of the command is left and the log is closed
         self._process, self._group, self._spec, self._area = process, group, spec, area
-        self._limits, self._on_done = limits, on_done
+        self._limits, self._on_done, self._epilogue = limits, on_done, epilogue
         self._attached = True
         self._terminated_at: float | None = None
         self._logged = 0
@@ -127,6 +131,7 @@ class BackgroundJob:
             self._copy_output()
             self._note_end()
             self._watch_leftovers()
+            self._note_epilogue()
         finally:
             self._finish()
 
@@ -230,6 +235,18 @@ class BackgroundJob:
             if ready:
                 os.read(self._wake_r, 64)
 
+    def _note_epilogue(self) -> None:
+        """What the owner has to say once nothing of the command runs any more, at the log's end."""
+        if self._epilogue is None:
+            return
+        try:
+            text = self._epilogue()
+        except Exception:  # the log must still be closed and the job forgotten
+            logger.exception("background command %d: its epilogue failed", self.pid)
+            return
+        if text:
+            self._log(f"\n[coretools: {text}]\n".encode())
+
     def _finish(self) -> None:
         if self._process.poll() is None:  # only after an unexpected error: never leave the leader behind
             kill_group(self._group, signal.SIGKILL)
@@ -265,9 +282,11 @@ class BackgroundJobs:
         with self._lock:
             return list(self._jobs.values())
 
-    def start(self, spec: RunSpec, *, cwd_fd: int | None = None, label: str = "") -> BackgroundJob:
+    def start(self, spec: RunSpec, *, cwd_fd: int | None = None, label: str = "",
+              epilogue: Callable[[], str] | None = None) -> BackgroundJob:  # fmt: skip
         """Start `spec` in the background (its own timeouts are ignored: the job's lifetime applies);
-        `label` is what reports call it. `TooManyJobs` at the limit; OSError when it cannot be started."""
+        `label` is what reports call it, `epilogue` gives the text that ends its log. `TooManyJobs` at the
+        limit; OSError when it cannot be started."""
         with self._lock:
             if len(self._jobs) + self._reserved >= self.limits.max_jobs:
                 raise TooManyJobs(list(self._jobs.values()))
@@ -285,7 +304,7 @@ class BackgroundJobs:
                 raise
             for pipe in (process.stdout, process.stderr):
                 os.set_blocking(pipe.fileno(), True)
-            job = BackgroundJob(process, group, spec, area, log, self.limits, self._forget)
+            job = BackgroundJob(process, group, spec, area, log, self.limits, self._forget, epilogue)
             job.label = label or " ".join(spec.argv)
             with self._lock:
                 if not job.done.is_set():
