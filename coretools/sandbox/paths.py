@@ -3,6 +3,7 @@ protected names (`.git` internals, secret env files), and the value types the ga
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import stat
@@ -33,14 +34,59 @@ def _protected_form(name: str) -> str:
     # and NTFS drop (`.git.`, `.env ` name the real thing there); gemini-cli compares the same way.
     return name.lower().rstrip(" .")
 
+def is_git_name(name: str) -> bool:
+    """Does one path component name a git directory (or a `.git` pointer file)? `.git` in any case, with
+    trailing dots or spaces: the file tools, the argument policy and the sandbox's mount scan all ask this."""
+    return name[:1] == "." and _protected_form(name) == ".git"
+
 def protected_reason(rel: str) -> str | None:
     """Why a root-relative path is protected, or None. `.git` internals and secret env files are."""
     parts = [p for p in rel.split("/") if p]
     for part in parts:
-        if _protected_form(part) == ".git":
+        if is_git_name(part):
             return "inside a .git directory"
     if parts and is_secret_env_name(parts[-1]):
         return "a secret environment file (.env)"
+    return None
+
+def word_protected_reason(word: str, glob: str | None = None) -> str | None:
+    """Why a command-line argument names a protected path, or None (the argument policy's question).
+
+    The word is read as programs read paths out of arguments: split at `=` and `:` (`--file=X`, `a:b`
+    lists), then at `/`; a component that is `.git` protects everything after it, and the last one of
+    each piece may be a secret env file. `glob` is the word as bash's pattern (quoted glob characters
+    escaped as `[*]`) when bash may expand it into file names: then a component is protected when the
+    pattern could match a protected name (`.g?t`, `.e*`, `.*`). A component that starts with `*` or `?`
+    never matches a leading dot (bash's default, without `dotglob`)."""
+    pieces = re.split(r"[=:]", glob if glob is not None else word)
+    for piece in pieces:
+        parts = [p for p in piece.split("/") if p]
+        for index, part in enumerate(parts):
+            reason = _pattern_reason(part) if glob is not None else _name_reason(part)
+            if reason is not None and (reason == _IN_GIT or index == len(parts) - 1):
+                return reason
+    return None
+
+_IN_GIT = "inside a .git directory"
+_SECRET = "a secret environment file (.env)"
+_CANDIDATES = {".git": _IN_GIT, ".git.": _IN_GIT, ".git ": _IN_GIT, ".env": _SECRET, ".env.local": _SECRET}
+
+def _name_reason(name: str) -> str | None:
+    if is_git_name(name):
+        return _IN_GIT
+    return _SECRET if is_secret_env_name(name) else None
+
+def _pattern_reason(pattern: str) -> str | None:
+    if pattern[:1] in ("*", "?"):
+        return None
+    lowered = pattern.lower()
+    for name, reason in _CANDIDATES.items():
+        if fnmatch.fnmatchcase(name, lowered):
+            return reason
+    prefix = re.sub(r"\[(.)\]", r"\1", lowered)
+    prefix = re.split(r"[*?\[]", prefix, maxsplit=1)[0]
+    if len(prefix) < len(lowered) and prefix[:1] == "." and (prefix.startswith(".env.") or ".env.".startswith(prefix)):
+        return _SECRET  # `.e*`, `.env.m*`: could match `.env.myprod`
     return None
 
 def protected_name(name: str) -> bool:

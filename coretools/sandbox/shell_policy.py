@@ -41,7 +41,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from coretools.sandbox import exec_policy
-from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern, names_git_dir
+from coretools.sandbox.exec_policy.expansion import Budget, Expanded, command_name, expand_words
+from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern, protected_refusal
+from coretools.sandbox.paths import word_protected_reason
 from coretools.sandbox.grammar_input import ascii_view
 
 MAX_SUBCOMMANDS = 100
@@ -138,6 +140,7 @@ class _Checker:
         self.strict = bool(policy.allow)
         self.found: list[list[str]] = []
         self.trailing: dict[tuple[int, int], list[Any]] = {}  # command -> its words that follow a redirection
+        self.budget = Budget()  # brace expansion's, for the whole command
 
     # -- scripts and structure ---------------------------------------------------------------------
 
@@ -276,7 +279,8 @@ class _Checker:
         if not self.strict or node.type == "herestring_redirect":
             return
         operator = next((c.type for c in node.children if not c.is_named), "")
-        literal = _literal(targets[0]) if targets else None
+        expanded = self.expand(targets[:1]) if targets else []
+        literal = expanded[0].value if len(expanded) == 1 and not isinstance(expanded[0].value, Pattern) else None
         if operator in (">&", "<&") and literal is not None and (_ascii_digits(literal) or literal == "-"):
             return
         if literal == "/dev/null":
@@ -293,8 +297,14 @@ class _Checker:
                 argv.append(None)
             else:
                 self.value(child, depth)
-                argv.append(_literal(child))
+                argv.extend(e.value for e in self.expand([child]))
         self.check_argv(argv, _text(node), depth, launched=False)
+
+    def expand(self, nodes: list[Any]) -> list[Expanded]:
+        try:
+            return expand_words(nodes, _text, self.budget)
+        except ArgumentRefused as exc:
+            raise _refuse(" ".join(_text(n) for n in nodes), exc.why) from None
 
     # -- commands ------------------------------------------------------------------------------------
 
@@ -302,7 +312,9 @@ class _Checker:
         argv: list[str | None] = []
         name_node = None
         words = []
-        for child in node.named_children:
+        for child in node.children:
+            if not child.is_named and child.type != "$":
+                continue  # a `$` before a string makes it `$"…"`: it belongs to the word
             if child.type == "variable_assignment":
                 self.assignment(child, depth)
             elif child.type in REDIRECTS:
@@ -311,17 +323,20 @@ class _Checker:
             elif child.type == "command_name":
                 name_node = child.named_children[0] if child.named_child_count else child
                 self.value(name_node, depth)
-                argv.append(_literal(name_node, command_name=True))
+                argv.append(command_name(name_node, _text))
             else:
                 words.append(child)
         words.extend(self.trailing.get(_key(node), ()))
         words.sort(key=lambda w: w.start_byte)
         for word in words:
             self.value(word, depth)
-            argv.append(_literal(word))
-            if self.strict and argv[-1] is None and _shape_names_git_dir(word):
-                raise _refuse(_text(word), "names a path inside a .git directory; writes there would plant git "
-                              "configuration, so it is refused while an allowlist is active")  # fmt: skip
+        for group in _spelled_words(words):
+            for expanded in self.expand(group):
+                argv.append(expanded.value)
+                reason = word_protected_reason(expanded.shape) if expanded.value is None and self.strict else None
+                if reason is not None:
+                    shown = " ".join(_text(w) for w in group)
+                    raise _refuse(shown, protected_refusal(shown, reason))
         if name_node is None:
             if words:
                 raise _refuse(_text(node), "a command whose name follows a redirection's words cannot be checked")
@@ -335,7 +350,7 @@ class _Checker:
         if len(self.found) > MAX_SUBCOMMANDS:
             raise _refuse(text, f"more than {MAX_SUBCOMMANDS} commands in one call; split it up")
         name = argv[0]
-        if name is None:
+        if name is None or isinstance(name, Pattern):
             raise _refuse(text, "the command name is not a literal word (it comes from an expansion, quoting "
                           "tricks or a glob), so the policy cannot tell what would run")  # fmt: skip
         base = os.path.basename(name)
@@ -526,94 +541,19 @@ def _last_command(node: Any) -> Any:
     return None
 
 
-def _shape(node: Any) -> str:
-    """A word's text with its quoting removed and every expansion replaced by NUL."""
-    kind = node.type
-    if kind in ("word", "number"):
-        return _unescape(_text(node))
-    if kind in ("raw_string", "string_content"):
-        return _text(node)[1:-1] if kind == "raw_string" else _text(node)
-    if kind in ("string", "concatenation"):
-        return "".join(_shape(c) for c in node.children if c.is_named)
-    return "\0"
-
-
-def _shape_names_git_dir(node: Any) -> bool:
-    """Does a word that is not literal still name a `.git` directory in its literal parts (`$PWD/.git`,
-    `"$EMPTY".git`)?"""
-    return names_git_dir(_shape(node).replace("\0", ""))  # an expansion may be empty
-
-
 def _plain_expansion(node: Any) -> bool:
     """`${NAME}` and nothing else."""
     inner = [c for c in node.children if c.type not in ("${", "}")]
     return len(inner) == 1 and inner[0].type in ("variable_name", "special_variable_name")
 
 
-_GLOB = set("*?[")
-_WORD_SPECIAL = set("{}~")
-_BRACES = set("{}")
-
-
-def _unescaped(text: str) -> set[str]:
-    """The characters of `text` that are not escaped by a backslash."""
-    found, i = set(), 0
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        found.add(text[i])
-        i += 1
-    return found
-
-
-def _unescape(raw: str, escapable: str | None = None) -> str:
-    """Remove backslash escapes (all of them, or only before `escapable` characters as inside "...");
-    a backslash-newline is a line continuation and disappears."""
-    out, i = [], 0
-    while i < len(raw):
-        if raw[i] == "\\" and i + 1 < len(raw) and (escapable is None or raw[i + 1] in escapable):
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-            i += 2
-            continue
-        out.append(raw[i])
-        i += 1
-    return "".join(out)
-
-
-def _literal(node: Any, *, command_name: bool = False) -> str | None:
-    """The word's value if it is fully static, else None. A command name must also be free of glob,
-    brace and tilde expansion and of ANSI-C quoting (what runs must be exactly what is written)."""
-    kind = node.type
-    text = _text(node)
-    if kind == "word":
-        unquoted_specials = _unescaped(text) & (_GLOB | _WORD_SPECIAL)
-        if unquoted_specials & _GLOB and command_name:
-            return None
-        if command_name and (unquoted_specials & _WORD_SPECIAL):
-            return None
-        if command_name and "\\" in text:
-            return None  # `\rm`, `r\m`: spelled to slip past matching
-        value = _unescape(text)
-        return Pattern(value) if unquoted_specials & (_GLOB | _BRACES) else value
-    if kind == "number":
-        return text
-    if kind == "raw_string":
-        return None if command_name else text[1:-1]
-    if kind == "string":
-        if any(c.type not in ("string_content", '"') for c in node.children):
-            return None
-        if command_name:
-            return None  # `"r"m` and friends
-        return _unescape(text[1:-1], '$`"\\\n')
-    if kind == "concatenation":
-        if command_name:
-            return None
-        parts = [_literal(c) for c in node.children]
-        if any(p is None for p in parts):
-            return None
-        joined = "".join(p for p in parts if p is not None)
-        return Pattern(joined) if any(isinstance(p, Pattern) for p in parts) else joined
-    return None
-
+def _spelled_words(nodes: list[Any]) -> list[list[Any]]:
+    """Argument nodes grouped into the words bash sees: the grammar can split one word where nothing
+    separates the parts (`a'{'{b`), and bash reads them as one."""
+    groups: list[list[Any]] = []
+    for node in nodes:
+        if groups and groups[-1][-1].end_byte == node.start_byte:
+            groups[-1].append(node)
+        else:
+            groups.append([node])
+    return groups

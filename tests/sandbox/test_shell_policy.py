@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from coretools.sandbox.exec_policy.launchers import OPAQUE_LAUNCHERS
 from coretools.sandbox.shell_policy import Refused, ShellPolicy
 
 ALLOW = ShellPolicy.from_prefixes(["ls", "cat", "echo", "git", "grep"], ["rm", "sudo", "curl"])
@@ -229,7 +230,7 @@ TABLE_CASES = [
     ("git", "git bisect run sh", "bisect run"),
     ("git", "git submodule foreach sh", "submodule foreach"),
     ("git", "git filter-branch --tree-filter sh", "filter-branch"),
-    ("git", "git fetch *", "glob or brace"),
+    ("git", "git fetch *", "glob"),
     ("git", "git status $HOME", "not literal"),
     ("sed", "sed -n '1e sh' f", "`e` command"),
     ("sed", "sed 's/x/y/e' f", "`e` flag"),
@@ -282,11 +283,11 @@ TABLE_CASES = [
     ("caffeinate", "caffeinate git -c x=y status", "git -c"),
     ("proxychains", "proxychains git -c x=y status", "git -c"),
     ("torsocks", "torsocks git -c x=y status", "git -c"),
-    *[(name, f"{name} x ls", "cannot check") for name in (
-        "watch", "flock", "strace", "ltrace", "script", "su", "runuser", "chroot", "nsenter", "unshare", "firejail",
-        "parallel", "systemd-run", "at", "batch", "gdb")],  # fmt: skip
+    *[(name, f"{name} x ls", "cannot check") for name in OPAQUE_LAUNCHERS],
     ("tar", "tar --to-comm=sh -xf a.tar", "--to-command"),
-    ("tar", "tar cIf sh x", "the I and F options"),
+    ("tar", "tar cIf sh x", "tar -I runs a command"),
+    ("tar", "tar cFf sh x", "tar -F runs a command"),
+    ("gtar", "gtar --use-compress=sh -cf a.tar x", "-I"),
     ("tar", "tar -xf a.tar", "extraction"),
     ("tar", "tar -cf host:x .", "remote host"),
     ("rsync", "rsync -avze sh a b", "-e"),
@@ -299,6 +300,11 @@ TABLE_CASES = [
     ("sftp", "sftp -D sh host", "-D"),
     ("man", "man -P sh ls", "-P"),
     ("sdiff", "sdiff --diff-program=sh a b", "--diff-program"),
+    ("rg", "rg --pre=sh x", "--pre"),
+    ("fd", "fd -x sh", "-x"),
+    ("fdfind", "fdfind -HX sh", "-X"),
+    ("split", "split --filt=sh f", "--filter"),
+    ("wget", "wget --use-askpass=sh https://example.invalid", "--use-askpass"),
     ("cd", "cd /tmp", "leaves the working directory"),
     ("pushd", "pushd ..", "leaves the working directory"),
 ]  # fmt: skip
@@ -389,7 +395,7 @@ async def test_one_start_up_warning_when_allowed_programs_can_run_programs(root,
     def warnings_for(*flags: str) -> list[str]:
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="coretools"):
-            tools.append(make_tool(RunShellCommand, [root], *flags))
+            tools.append(make_tool(RunShellCommand, [root], "--shell-sandbox", "none", *flags))
         return [r.getMessage() for r in caplog.records if r.name == "coretools"]
 
     tools: list = []

@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from coretools.sandbox.exec_policy.git import check_git
 from coretools.sandbox.exec_policy.launchers import (
     LAUNCHERS,
+    OPAQUE_LAUNCHERS,
     check_env,
     check_find,
     check_launcher,
@@ -53,7 +54,7 @@ from coretools.sandbox.exec_policy.launchers import (
 )
 from coretools.sandbox.exec_policy.options import OPTION_PROGRAMS, check_directory
 from coretools.sandbox.exec_policy.text_tools import check_awk, check_sed
-from coretools.sandbox.exec_policy.words import STRICT, Entry, Launch, Word, names_git_dir, refuse
+from coretools.sandbox.exec_policy.words import STRICT, Entry, Launch, Word, protected, protected_refusal, refuse
 
 
 def check(base: str, argv: list[Word], strict: bool) -> list[Launch]:
@@ -88,16 +89,17 @@ PATTERN_OPTIONS: dict[str, frozenset[str]] = {
 
 
 def check_paths(base: str, argv: list[Word]) -> None:
-    """With an allowlist, no argument may name a path inside a `.git` directory (see the module docstring)."""
+    """With an allowlist, no argument may name a protected path: `.git` or anything in it, a secret env file
+    (`paths.word_protected_reason`, the rule of the file tools and the sandbox too), except the values of
+    name-pattern options such as `find -path` or `grep --exclude-dir`."""
     exempt = PATTERN_OPTIONS.get(base, frozenset())
     previous = ""
     for word in argv[1:]:
         if word is not None and previous not in exempt and word.split("=", 1)[0] not in exempt:
-            if names_git_dir(word):
-                raise refuse(f"`{word}` names a path inside a .git directory; writes there would plant git "
-                             f"configuration, so {base} may not name it {STRICT}")  # fmt: skip
+            reason = protected(word)
+            if reason is not None:
+                raise refuse(protected_refusal(word, reason))
         previous = word or ""
-
 
 
 TABLE: dict[str, Entry] = {
@@ -112,15 +114,14 @@ TABLE: dict[str, Entry] = {
     "env": check_env,
     "xargs": check_xargs,
     **{name: check_launcher for name in LAUNCHERS},
-    **{name: check_opaque for name in ("watch", "flock", "strace", "ltrace", "script", "su", "runuser", "chroot",
-                                       "nsenter", "unshare", "firejail", "parallel", "systemd-run", "at", "batch",
-                                       "gdb")},  # fmt: skip
+    **{name: check_opaque for name in OPAQUE_LAUNCHERS},
     **OPTION_PROGRAMS,
     "cd": check_directory,
     "pushd": check_directory,
 }
-# Programs that run other programs by design (interpreters, build tools, shells): no argument policy can
-# make them safe, so an allowlist holding one of them gets the start-up warning.
+# Programs that run other programs by design (interpreters, build tools, shells, editors, pagers): no
+# argument policy can make them safe, so the table does not try (allowing one allows everything it can do),
+# and an allowlist holding one of them gets the start-up warning.
 INTERPRETERS = frozenset({
     "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox-sh", "fish", "csh", "tcsh", "source", ".", "eval",
     "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua",
@@ -128,6 +129,7 @@ INTERPRETERS = frozenset({
     "rustc", "gcc", "cc", "clang", "g++", "c++", "make", "gmake", "cmake", "ninja", "meson", "bazel", "npm", "npx",
     "yarn", "pnpm", "pip", "pip3", "pipx", "uv", "uvx", "poetry", "pdm", "hatch", "pytest", "tox", "nox", "gradle",
     "gradlew", "mvn", "ant", "rake", "bundle", "gem", "dotnet", "docker", "podman", "kubectl", "vim", "vi", "nvim",
-    "emacs", "ed", "ex", "patch", "osascript", "pwsh", "powershell",
+    "emacs", "ed", "ex", "patch", "osascript", "pwsh", "powershell", "nano", "pico", "micro", "joe", "mg", "kak",
+    "hx", "more", "most", "gpg", "xdg-open", "open", "gmake", "just", "task",
 })  # fmt: skip
 _VERSIONED = re.compile(r"(python|pypy|perl|ruby|php|node|lua)[0-9.]+")

@@ -4,17 +4,8 @@ commands cannot be checked at all. Each returns the command it would launch, for
 
 from __future__ import annotations
 
-from coretools.sandbox.exec_policy.words import (
-    STRICT,
-    ArgumentRefused,
-    Launch,
-    Word,
-    below,
-    literal_args,
-    long_name,
-    refuse,
-    short_letters,
-)
+from coretools.sandbox.exec_policy.getopt import Spec, parse
+from coretools.sandbox.exec_policy.words import STRICT, ArgumentRefused, Launch, Word, below, literal_args, refuse
 
 # -- find --------------------------------------------------------------------------------------------------
 
@@ -53,164 +44,107 @@ def _find_exec(args: list[Word]) -> list[list[Word]]:
 
 # -- launchers ---------------------------------------------------------------------------------------------
 
-# name -> (options that take a value, number of positional words before the command)
-LAUNCHERS: dict[str, tuple[frozenset[str], int]] = {
-    "nice": (frozenset({"-n", "--adjustment"}), 0),
-    "nohup": (frozenset(), 0),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
-    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
-    "setsid": (frozenset(), 0),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
-    "command": (frozenset(), 0),
-    "builtin": (frozenset(), 0),
-    "exec": (frozenset({"-a"}), 0),
-    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}), 0),
-    "doas": (frozenset({"-u", "-C"}), 0),
-    "ionice": (frozenset({"-c", "--class", "-n", "--classdata"}), 0),
-    "chrt": (frozenset(), 1),
-    "taskset": (frozenset(), 1),
-    "busybox": (frozenset(), 0),
-    "unbuffer": (frozenset(), 0),
-    "caffeinate": (frozenset(), 0),
-    "proxychains": (frozenset({"-f"}), 0),
-    "torsocks": (frozenset(), 0),
+# name -> (its options, the number of operands before the command: timeout's duration, taskset's mask)
+LAUNCHERS: dict[str, tuple[Spec, int]] = {
+    "nice": (Spec("+n:", "adjustment:=n help version", strict_options=True, numbers=True), 0),
+    "nohup": (Spec("+", "help version", strict_options=True), 0),
+    "timeout": (Spec("+k:s:v", "kill-after:=k signal:=s verbose=v preserve-status foreground help version",
+                     strict_options=True), 1),  # fmt: skip
+    "stdbuf": (Spec("+i:o:e:", "input:=i output:=o error:=e help version", strict_options=True), 0),
+    "setsid": (Spec("+cfwhV", "ctty=c fork=f wait=w help=h version=V", strict_options=True), 0),
+    "time": (Spec("+af:o:pqvV", "append=a format:=f output:=o portability=p quiet=q verbose=v version=V help",
+                  strict_options=True), 0),  # fmt: skip
+    "command": (Spec("+pvV", strict_options=True), 0),
+    "builtin": (Spec("+", strict_options=True), 0),
+    "exec": (Spec("+cla:", strict_options=True), 0),
+    "sudo": (Spec("+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv",
+                  "askpass=A auth-type:=a background=b bell=B close-from:=C login-class:=c chdir:=D "
+                  "preserve-env::=E edit=e group:=g set-home=H help host:=h login=i remove-timestamp=K "
+                  "reset-timestamp=k list=l no-update=N non-interactive=n preserve-groups=P prompt:=p chroot:=R "
+                  "role:=r stdin=S shell=s command-timeout:=T type:=t other-user:=U user:=u version=V validate=v",
+                  strict_options=True), 0),  # fmt: skip
+    "doas": (Spec("+a:C:Lnsu:", strict_options=True), 0),
+    "ionice": (Spec("+c:n:p:P:u:thV", "class:=c classdata:=n pid:=p pgid:=P uid:=u ignore=t help=h version=V",
+                    strict_options=True), 0),  # fmt: skip
+    "chrt": (Spec("+abdD:fhimoP:pRrT:vV", "all-tasks=a batch=b deadline=d fifo=f help=h idle=i max=m other=o "
+                  "pid=p reset-on-fork=R rr=r sched-runtime:=T sched-period:=P sched-deadline:=D verbose=v "
+                  "version=V", strict_options=True), 1),  # fmt: skip
+    "taskset": (Spec("+apchV", "all-tasks=a pid=p cpu-list=c help=h version=V", strict_options=True), 1),
+    "busybox": (Spec("+", strict_options=True), 0),
+    "unbuffer": (Spec("+p", strict_options=True), 0),
+    "caffeinate": (Spec("+dimsut:w:", strict_options=True), 0),
+    "proxychains": (Spec("+qf:", strict_options=True), 0),
+    "torsocks": (Spec("+u:p:a:P:idqh", "user:=u pass:=p address:=a port:=P isolate=i debug=d quiet=q help=h "
+                      "version", strict_options=True), 0),  # fmt: skip
 }
 CLEAN_ENV_LAUNCHERS = frozenset({"sudo", "doas"})
-ENV_LONG = {"ignore-environment": "flag", "null": "flag", "unset": "value", "chdir": "value",
-            "split-string": "value", "debug": "flag", "block-signal": "optional", "default-signal": "optional",
-            "ignore-signal": "optional", "list-signal-handling": "flag", "help": "flag", "version": "flag"}  # fmt: skip
-XARGS_VALUED = frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P",
-                          "--max-procs", "-s", "--max-chars", "--process-slot-var"})  # fmt: skip
-
-
-def not_literal(name: str) -> ArgumentRefused:
-    return refuse(f"an argument of {name} is not literal, so the command it runs cannot be checked")
+ENV = Spec("+0iC:S:u:v", "ignore-environment=i null=0 unset:=u chdir:=C split-string:=S debug=v block-signal:: "
+           "default-signal:: ignore-signal:: list-signal-handling help version", strict_options=True)  # fmt: skip
+XARGS = Spec("+0a:E:e::i::I:l::L:n:oprs:txP:d:", "null=0 arg-file:=a delimiter:=d eof::=e replace::=i "
+             "max-lines::=l max-args:=n open-tty=o interactive=p no-run-if-empty=r max-chars:=s verbose=t "
+             "show-limits exit=x max-procs:=P process-slot-var: version help", strict_options=True)  # fmt: skip
 
 
 def check_launcher(name: str, args: list[Word], strict: bool) -> list[Launch]:
-    """nice, timeout, sudo...: skip the launcher's own options and return the command it runs."""
-    valued, positional = LAUNCHERS[name]
-    clean = name in CLEAN_ENV_LAUNCHERS
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word is None:
-            raise not_literal(name)
-        if word == "--":
-            i += 1
-            break
-        if not word.startswith("-") or len(word) == 1:
-            break
-        if name == "exec" and "c" in short_letters(word):
-            clean = True
-        if strict and name == "time" and (word.split("=", 1)[0] in ("-o", "--output") or "o" in short_letters(word)):
-            raise refuse(f"time -o writes to a file and is refused {STRICT}")
-        if word in valued:
-            i += 2
-        else:
-            i += 1  # a flag, `-n5`, `--signal=KILL`, or a number such as `nice -5`
-    rest = args[i:]  # its first word was checked above; a positional word (timeout's duration) is a number
-    if len(rest) < positional:
-        return []
-    inner = rest[positional:]
+    """nice, timeout, sudo...: read the launcher's own options as it does and return the command it runs."""
+    spec, positional = LAUNCHERS[name]
+    parsed = parse(name, spec, args)
+    clean = name in CLEAN_ENV_LAUNCHERS or (name == "exec" and any(o.name == "-c" for o in parsed.options))
+    if strict and name == "time" and any(o.name == "-o" for o in parsed.options):
+        raise refuse(f"time -o writes to a file and is refused {STRICT}")
+    if any(word is None for word in parsed.operands[:positional]):
+        raise not_literal(name)
+    inner = parsed.operands[positional:]
     return [Launch(inner, clean_env=clean)] if inner else []
 
 
 def check_env(name: str, args: list[Word], strict: bool) -> list[Launch]:
+    parsed = parse(name, ENV, args)
     clean = False
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word is None:
-            raise not_literal(name)
-        if word == "--":
-            i += 1
-            break
-        if word == "-":
-            clean, i = True, i + 1
-            continue
-        if word.startswith("--"):
-            i, cleans = _env_long(args, i, strict)
-        elif word.startswith("-") and len(word) > 1:
-            i, cleans = _env_cluster(args, i, strict)
-        elif "=" in word:
-            raise refuse("env VAR=value assignments are refused by the shell policy (they can change what the "
-                         "launched command does)")  # fmt: skip
-        else:
-            break
-        clean = clean or cleans
-    inner = args[i:]
+    for option in parsed.options:
+        if option.name == "-S":
+            raise refuse(f"env -S/--split-string splits a string into a command that cannot be checked "
+                         f"(`{option.word}`)")  # fmt: skip
+        clean = clean or option.name in ("-i", "-u")
+        if strict and option.name == "-C":
+            below("env", "-C directory", option.value or "")
+    inner = parsed.operands
+    if inner[:1] == ["-"]:
+        clean, inner = True, inner[1:]
+    if inner and inner[0] is not None and "=" in inner[0]:
+        raise refuse("env VAR=value assignments are refused by the shell policy (they can change what the "
+                     "launched command does)")  # fmt: skip
     return [Launch(inner, clean_env=clean)] if inner else []
-
-
-def _env_long(args: list[Word], i: int, strict: bool) -> tuple[int, bool]:
-    """One long option of env (getopt accepts unique prefixes); returns the next index and whether it
-    removes variables from the environment."""
-    word = args[i] or ""
-    given = long_name(word) or ""
-    matches = [n for n in ENV_LONG if n == given] or [n for n in ENV_LONG if n.startswith(given)]
-    option = matches[0] if len(matches) == 1 else None
-    if option is None or option == "split-string":
-        raise refuse(f"env {word} is refused by the shell policy (-S/--split-string splits a string into a command "
-                     "that cannot be checked; unknown options too)")  # fmt: skip
-    value = word.split("=", 1)[1] if "=" in word else None
-    if ENV_LONG[option] == "value" and value is None:
-        value, i = (args[i + 1] if i + 1 < len(args) else "") or "", i + 1
-    if strict and option == "chdir":
-        below("env", "--chdir directory", value or "")
-    return i + 1, option in ("ignore-environment", "unset")
-
-
-def _env_cluster(args: list[Word], i: int, strict: bool) -> tuple[int, bool]:
-    """One short-option cluster of env (`-i`, `-0v`, `-uNAME`, `-C dir`); returns the next index and whether
-    it removes variables from the environment."""
-    letters = (args[i] or "")[1:]
-    clean = False
-    for index, letter in enumerate(letters):
-        if letter == "S":
-            raise refuse(f"env -S splits a string into a command that cannot be checked (`{args[i]}`)")
-        clean = clean or letter in "iu"
-        if letter in "uC":
-            attached = letters[index + 1 :]
-            value = attached or (args[i + 1] if i + 1 < len(args) else "") or ""
-            if strict and letter == "C":
-                below("env", "-C directory", value)
-            return i + (1 if attached else 2), clean
-        if letter not in "i0v":
-            raise refuse(f"env option -{letter} is not one the shell policy knows")
-    return i + 1, clean
 
 
 def check_xargs(name: str, args: list[Word], strict: bool) -> list[Launch]:
     """The command xargs runs gets arguments the policy cannot see: they are marked as unknown (None)."""
+    parsed = parse(name, XARGS, args)
     replace: str | None = None
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word is None:
-            raise not_literal(name)
-        if word == "--":
-            i += 1
-            break
-        if not word.startswith("-") or len(word) == 1:
-            break
-        option = word.split("=", 1)[0]
-        if strict and option.startswith("--p") and "--process-slot-var".startswith(option):
+    for option in parsed.options:
+        if strict and option.name == "--process-slot-var":
             raise refuse(f"xargs --process-slot-var sets an environment variable of the command and is refused "
                          f"{STRICT}")  # fmt: skip
-        if word == "-I":
-            replace = (args[i + 1] if i + 1 < len(args) else None) or "{}"
-        elif word.startswith(("-I", "-i")):
-            replace = word[2:] or "{}"
-        elif option == "--replace":
-            replace = word.partition("=")[2] or "{}"
-        i += 2 if word in XARGS_VALUED else 1
-    inner: list[Word] = list(args[i:]) or ["echo"]
+        if option.name == "-I":
+            replace = option.value or "{}"
+        elif option.name == "-i":
+            replace = option.value or "{}"
+    inner: list[Word] = list(parsed.operands) or ["echo"]
     if replace is None:
         inner.append(None)
     else:
         inner = [inner[0], *(None if w is not None and replace in w else w for w in inner[1:])]
     return [Launch(inner)]
+
+
+OPAQUE_LAUNCHERS = ("watch", "flock", "strace", "ltrace", "script", "su", "runuser", "chroot", "nsenter", "unshare",
+                    "firejail", "parallel", "systemd-run", "at", "batch", "gdb", "xvfb-run", "dbus-run-session",
+                    "ssh-agent", "sg", "setpriv", "prlimit", "numactl", "cgexec", "fakeroot", "eatmydata",
+                    "faketime", "valgrind", "entr", "tmux", "screen", "pkexec", "chpst", "start-stop-daemon")  # fmt: skip
+
+
+def not_literal(name: str) -> ArgumentRefused:
+    return refuse(f"an argument of {name} is not literal, so the command it runs cannot be checked")
 
 
 def check_opaque(name: str, args: list[Word], strict: bool) -> list[Launch]:

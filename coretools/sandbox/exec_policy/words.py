@@ -4,16 +4,24 @@ the paths a program may not name (`.git`, outside the working directory)."""
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from coretools.sandbox.paths import word_protected_reason
 
 Word = str | None  # None: a word whose value the parse cannot know
 
 
 class Pattern(str):
-    """A literal word with unquoted glob or brace characters: bash may expand it into other words."""
+    """A word with unquoted `*`, `?` or `[`: bash may replace it by the names of files it matches (any
+    number of them). `glob` is the pattern itself, quoted glob characters escaped (`'*'` is `[*]`)."""
+
+    glob: str
+
+    def __new__(cls, value: str, glob: str | None = None) -> Pattern:
+        word = super().__new__(cls, value)
+        word.glob = value if glob is None else glob
+        return word
 
 
 class ArgumentRefused(Exception):
@@ -33,7 +41,7 @@ class Launch:
 
 
 Entry = Callable[[str, list[Word], bool], list[Launch]]
-EXPANDS_FIRST = set("*?[{")
+EXPANDS_FIRST = set("*?[")
 STRICT = "while an allowlist is active"
 
 def refuse(why: str) -> ArgumentRefused:
@@ -46,9 +54,9 @@ def literal_args(name: str, args: list[Word]) -> None:
         if word is None:
             raise refuse(f"an argument of {name} is not literal (an expansion), so what {name} would do cannot be "
                          f"checked; write it out {STRICT}")  # fmt: skip
-        if isinstance(word, Pattern) and word[:1] in EXPANDS_FIRST | {"-"}:
-            raise refuse(f"{name} argument `{word}` is a glob or brace expansion that could expand to an option; "
-                         "quote it, or start it with ./")  # fmt: skip
+        if isinstance(word, Pattern) and word.glob[:1] in EXPANDS_FIRST | {"-"}:
+            raise refuse(f"{name} argument `{word}` is a glob that could expand to an option; quote it, or start "
+                         "it with ./")  # fmt: skip
 
 
 def long_name(word: str) -> str | None:
@@ -99,23 +107,18 @@ def below(name: str, what: str, path: str) -> None:
     if path.startswith(("/", "~")) or ".." in parts:
         raise refuse(f"{name} {what} `{path}` leaves the working directory; use a relative path below it {STRICT} "
                      "(or the tool's `directory` argument)")  # fmt: skip
-    if names_git_dir(path):
-        raise refuse(f"{name} {what} `{path}` is inside a .git directory")
+    reason = protected(path)
+    if reason is not None:
+        raise refuse(f"{name} {what} `{path}` is {reason}")
 
 
-def _is_git_dir(component: str, pattern: bool) -> bool:
-    lowered = component.lower()
-    if lowered.rstrip(". ") == ".git":
-        return True
-    globbed = pattern and lowered.startswith(".") and any(c in lowered for c in "*?[")
-    return globbed and fnmatch.fnmatchcase(".git", lowered)
+def protected(word: str) -> str | None:
+    """Why `word` names a protected path (`word_protected_reason`, one rule for every layer), or None."""
+    return word_protected_reason(word, word.glob if isinstance(word, Pattern) else None)
 
 
-def names_git_dir(word: str) -> bool:
-    """Does `word` (or the value of `--opt=value`) name a path inside, or at, a `.git` directory?"""
-    pattern = isinstance(word, Pattern)
-    for piece in re.split(r"[=:]", word):
-        if any(_is_git_dir(part, pattern) for part in piece.split("/")):
-            return True
-    return False
-
+def protected_refusal(shown: str, reason: str) -> str:
+    """The refusal of an argument that names a protected path, with what naming it would allow."""
+    harm = ("writes there would plant git configuration, which names programs to run" if ".git" in reason
+            else "it holds secrets, which the file tools do not show either")  # fmt: skip
+    return f"`{shown}` is {reason} (or may expand to one): {harm}; it may not be named {STRICT}"
