@@ -45,7 +45,7 @@ from coretools.sandbox.git_config import hook_runs, parse_config, runs
 DIR_BUDGET = 4096  # directories walked per root and snapshot
 MAX_GITDIRS = 256  # git directories followed per snapshot
 MAX_FILES = 2048  # configuration files and hooks recorded per snapshot
-MAX_HOOKS = 256  # entries of one hooks directory looked at
+MAX_HOOKS = 4096  # entries of one hooks directory looked at
 CONFIG_CAP = 256 * 1024  # bytes of one configuration file parsed
 HOOK_CAP = 1 << 20  # bytes of one hook hashed
 POINTER_CAP = 4096  # bytes of a `.git` file or `commondir` read
@@ -56,7 +56,7 @@ SHOWN_VALUE = 200
 
 _BARE = frozenset({"HEAD", "objects", "refs"})  # the names that make a directory a git directory
 _MARKS = _BARE | {".git", ".gitmodules"}
-_SIZE, _WALK = "(size)", "(directories)"  # the keys of the two findings that are not settings
+_SIZE, _CUT = "(size)", "(not checked)"  # the keys of the two findings that are not settings
 
 
 # -- what a snapshot holds --------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ class Finding:
     repository: str
 
     def line(self) -> str:
-        if self.key == _WALK:
+        if self.key == _CUT:
             return f"{_shown(self.file)}: {self.when}"
         if self.key.startswith("hook "):
             what = f"new or changed executable {self.key}"
@@ -121,7 +121,7 @@ class GitState:
     dirs: dict[str, _Dir] = field(default_factory=dict)
     files: dict[str, _File] = field(default_factory=dict)
     repositories: dict[str, str] = field(default_factory=dict)  # file -> where git runs its settings
-    truncated: frozenset[str] = frozenset()  # roots whose walk stopped at the budget
+    cut: frozenset[tuple[str, str]] = frozenset()  # (where, what): a bound that left something unchecked
 
 
 def _racy(mtime_ns: int, seen: int) -> bool:
@@ -133,18 +133,19 @@ def _racy(mtime_ns: int, seen: int) -> bool:
 
 def snapshot(roots: list[str], previous: GitState | None = None, budget: int = DIR_BUDGET) -> GitState:
     """The git configuration and hooks under `roots` (see the module docstring), reusing what `previous`
-    read wherever the file system says nothing changed."""
+    read wherever the file system says nothing changed. Each root is walked with its own budget, and a
+    directory only once: a command's working directory given first is walked in full even in a large root."""
     scan = _Scan(previous or GitState(), budget)
     for root in roots:
         scan.root(os.path.realpath(root))
-    scan.user_config()
     scan.deferred_modules()
-    return GitState(scan.dirs, scan.files, scan.repositories, frozenset(scan.truncated))
+    scan.user_config()
+    return GitState(scan.dirs, scan.files, scan.repositories, frozenset(scan.cut))
 
 
 def changes(before: GitState, after: GitState) -> list[Finding]:
-    """The settings that run programs in `after` and were not in the same file `before`, and a root whose
-    walk stopped at the budget after the command but not before it."""
+    """The settings that run programs in `after` and were not in the same file `before`, and each bound
+    (`DIR_BUDGET`, `MAX_GITDIRS`, ...) that left something unchecked after the command but not before it."""
     found: list[Finding] = []
     repositories = set(after.repositories.values())
     for path, record in sorted(after.files.items()):
@@ -158,9 +159,7 @@ def changes(before: GitState, after: GitState) -> list[Finding]:
             where = f"{repo}, and from {max(outer, key=len)} when it tracks {repo} as a submodule (a gitlink)"
         found += [Finding(path, s.key, s.value, s.when, where)
                   for s in sorted(new, key=lambda s: (s.key, s.value or ""))]  # fmt: skip
-    for root in sorted(after.truncated - before.truncated):
-        found.append(Finding(root, _WALK, None, f"it now holds more than {DIR_BUDGET} directories; repositories "
-                             f"below the first {DIR_BUDGET} walked were not checked", root))  # fmt: skip
+    found += [Finding(where, _CUT, None, what, where) for where, what in sorted(after.cut - before.cut)]
     return found
 
 
@@ -196,7 +195,8 @@ class _Scan:
         self.dirs: dict[str, _Dir] = {}
         self.files: dict[str, _File] = {}
         self.repositories: dict[str, str] = {}
-        self.truncated: set[str] = set()
+        self.cut: set[tuple[str, str]] = set()
+        self.start = ""  # the root being walked, which a bound reached meanwhile is reported against
         self.gitdirs: set[str] = set()
         self.commons: set[str] = set()
         self.hook_dirs: set[str] = set()
@@ -204,11 +204,14 @@ class _Scan:
 
     def root(self, root: str) -> None:
         """Breadth-first over `root` (at most `budget` directories), then the repository holding it."""
+        self.start = root
         queue = deque([root])
         walked = 0
         entries: list[str] = []
         while queue and walked < self.budget:
             directory = queue.popleft()
+            if directory in self.dirs:  # walked from an earlier start (a command's directory, then its root)
+                continue
             walked += 1
             listing = self._listing(directory)
             if listing is None:
@@ -223,7 +226,8 @@ class _Scan:
                 if _BARE <= listing.marks:
                     self._gitdir(directory, directory)
         if queue:
-            self.truncated.add(root)
+            self.cut.add((root, f"it holds more than {self.budget} directories now; repositories below the first "
+                          f"{self.budget} walked were not checked"))  # fmt: skip
         for directory in entries:
             self._entry(os.path.join(directory, ".git"), directory)
         parent, child = os.path.dirname(root), root
@@ -278,7 +282,10 @@ class _Scan:
 
     def _gitdir(self, path: str, repository: str) -> None:
         real = os.path.realpath(path)
-        if real in self.gitdirs or len(self.gitdirs) >= MAX_GITDIRS or not os.path.isdir(real):
+        if real in self.gitdirs or not os.path.isdir(real):
+            return
+        if len(self.gitdirs) >= MAX_GITDIRS:
+            self.cut.add((self.start, f"more than {MAX_GITDIRS} git directories now; those past them were not checked"))
             return
         self.gitdirs.add(real)
         settings = self._config(os.path.join(real, "config.worktree"), repository)
@@ -287,11 +294,23 @@ class _Scan:
             self.commons.add(common)
             settings += self._config(os.path.join(common, "config"), repository)
             self._hooks(os.path.join(common, "hooks"), repository)
-            for child in _subdirs(os.path.join(common, "worktrees")):
+            for child in self._subdirs(os.path.join(common, "worktrees")):
                 link = _pointer(os.path.join(child, "gitdir"), "", base=child)
                 self._gitdir(child, os.path.dirname(link) if link else child)
             self.modules.append((os.path.join(common, "modules"), MODULES_DEPTH))
         self._hooks_paths(settings, repository)
+
+    def _subdirs(self, directory: str) -> list[str]:
+        """The directories in a `worktrees` or `modules` directory (at most `MAX_GITDIRS` entries looked at)."""
+        try:
+            with os.scandir(directory) as it:
+                entries = list(itertools.islice(it, MAX_GITDIRS + 1))
+        except OSError:
+            return []
+        if len(entries) > MAX_GITDIRS:
+            self.cut.add((directory, f"it holds more than {MAX_GITDIRS} entries now; those past them were not "
+                          "checked"))  # fmt: skip
+        return sorted(e.path for e in entries[:MAX_GITDIRS] if e.is_dir(follow_symlinks=False))
 
     def deferred_modules(self) -> None:
         """Submodules' git directories not already reached from their working trees' `.git` files."""
@@ -299,7 +318,7 @@ class _Scan:
             directory, depth = self.modules.pop(0)
             if depth <= 0:
                 continue
-            for child in _subdirs(directory):
+            for child in self._subdirs(directory):
                 if os.path.exists(os.path.join(child, "HEAD")) or os.path.exists(os.path.join(child, "config")):
                     self._gitdir(child, child)
                 else:
@@ -307,6 +326,7 @@ class _Scan:
 
     def user_config(self) -> None:
         """The user's own configuration, which every repository reads."""
+        self.start = "every repository of this user"
         home = os.path.expanduser("~")
         xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
         everywhere = "every repository of this user"
@@ -342,10 +362,12 @@ class _Scan:
         self.hook_dirs.add(real)
         try:
             with os.scandir(real) as it:
-                names = [e.name for e in itertools.islice(it, MAX_HOOKS)]
+                names = [e.name for e in itertools.islice(it, MAX_HOOKS + 1)]
         except OSError:
             return
-        for name in sorted(names):
+        if len(names) > MAX_HOOKS:
+            self.cut.add((real, f"it holds more than {MAX_HOOKS} entries now; hooks past them were not checked"))
+        for name in sorted(names[:MAX_HOOKS]):
             if not name.endswith(".sample"):
                 self._file(os.path.join(real, name), "hook", repository)
 
@@ -355,6 +377,8 @@ class _Scan:
         if path in self.files:
             return self.files[path]
         if len(self.files) >= MAX_FILES:
+            self.cut.add((self.start, f"more than {MAX_FILES} configuration files and hooks now; those past them "
+                          "were not checked"))  # fmt: skip
             return None
         try:
             st = os.stat(path)
@@ -436,12 +460,6 @@ def _pointer(path: str, prefix: str, base: str | None = None) -> str | None:
     return os.path.normpath(os.path.join(base or os.path.dirname(path), line[len(prefix) :].strip()))
 
 
-def _subdirs(directory: str) -> list[str]:
-    try:
-        with os.scandir(directory) as it:
-            return sorted(e.path for e in itertools.islice(it, MAX_GITDIRS) if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
 
 
 def _shown(text: str) -> str:

@@ -231,6 +231,35 @@ def test_a_walk_past_its_budget_says_so(repo: Path) -> None:
     assert "more than" in warning(found) and changes(after, snapshot([str(repo)], after, budget=20)) == []
 
 
+def test_the_command_directory_is_walked_in_full_in_a_large_root(repo: Path) -> None:
+    for i in range(30):
+        (repo / f"d{i}").mkdir()
+    cwd = repo / "d29" / "deep"
+    cwd.mkdir()
+    watched = [str(cwd), str(repo)]
+    before = snapshot(watched, budget=20)
+    assert [where for where, _ in before.cut] == [str(repo)]
+    git(cwd, "init", "-q", "sub")
+    git(cwd / "sub", "config", "alias.x", "!x")
+    after = snapshot(watched, before, budget=20)
+    assert keys(changes(before, after)) == [(str(cwd / "sub" / ".git" / "config"), "alias.x")]
+    assert len(after.dirs) == 20 + 2  # the command's directory and its new repository, then 20 of the root
+
+
+def test_more_repositories_or_hooks_than_followed_are_reported(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(git_watch, "MAX_GITDIRS", 3)
+    monkeypatch.setattr(git_watch, "MAX_HOOKS", 20)
+    before = snapshot([str(repo)])
+    for i in range(4):
+        git(repo, "init", "-q", f"r{i}")
+    for i in range(25):
+        (repo / ".git" / "hooks" / f"junk{i}").touch()
+    found = changes(before, snapshot([str(repo)], before))
+    lines = warning(found).splitlines()[1:]
+    assert sorted(f.file for f in found) == [str(repo), str(repo / ".git" / "hooks")], lines
+    assert "more than 3 git directories" in "".join(lines) and "more than 20 entries" in "".join(lines)
+
+
 def test_a_config_larger_than_the_cap_is_reported_when_it_changes(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(git_watch, "CONFIG_CAP", 1024)
     config = repo / ".git" / "config"
