@@ -23,10 +23,11 @@ listed again and a file whose (device, inode, size, mtime, mode) is unchanged is
 root costs one `lstat` per directory. An entry whose mtime lies within `RACY_NS` of the moment it was read is
 read again anyway: a change within the same clock tick leaves the mtime as it was.
 
-What it cannot see: a repository below the walk's budget (a command that pushes a root past it is told) or
-inside a skipped directory (`node_modules`, ...), a file larger than `CONFIG_CAP` past its first bytes (its
-change is reported as such), and everything that is not git: build files, `.envrc`, package.json scripts,
-Makefiles, editor and tool settings.
+What it cannot see: a repository or hook beyond one of its bounds (`DIR_BUDGET`, `MAX_GITDIRS`, `MAX_FILES`,
+`MAX_HOOKS`: a command that makes a root cross one is told) or inside a skipped directory (`node_modules`,
+...), a file larger than `CONFIG_CAP` past its first bytes (its change is reported as such), a change that
+keeps a file's size, inode and mtime (which git's own index cannot see either), and everything that is not
+git: build files, `.envrc`, package.json scripts, Makefiles, scripts that hooks call, editor and tool settings.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ SHOWN_FINDINGS = 40
 SHOWN_VALUE = 200
 
 _BARE = frozenset({"HEAD", "objects", "refs"})  # the names that make a directory a git directory
-_MARKS = _BARE | {".git", ".gitmodules"}
+_DOTTED = frozenset({".git", ".gitmodules"})
+_MARKS = _BARE | _DOTTED
 _SIZE, _CUT = "(size)", "(not checked)"  # the keys of the two findings that are not settings
 
 
@@ -94,8 +96,8 @@ class Finding:
         return f"{_shown(self.file)}: {what}: {self.when} in {_shown(self.repository)}"
 
     def as_dict(self) -> dict[str, str | None]:
-        return {"file": self.file, "key": self.key, "value": self.value,
-                "runs": f"{self.when} in {self.repository}"}  # fmt: skip
+        runs = self.when if self.key == _CUT else f"{self.when} in {self.repository}"
+        return {"file": self.file, "key": self.key, "value": self.value, "runs": runs}
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,8 @@ class _Scan:
                 for entry in it:
                     if entry.name in _MARKS:
                         marks.add(entry.name)
+                    elif entry.name.lower() in _DOTTED:  # `.GIT` is `.git` where names ignore case
+                        marks.add(entry.name.lower())
                     if entry.name in SKIP_DIRS:
                         continue
                     try:
@@ -326,10 +330,9 @@ class _Scan:
 
     def user_config(self) -> None:
         """The user's own configuration, which every repository reads."""
-        self.start = "every repository of this user"
+        self.start = everywhere = "every repository of this user"
         home = os.path.expanduser("~")
         xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-        everywhere = "every repository of this user"
         settings = self._config(os.path.join(home, ".gitconfig"), everywhere)
         settings += self._config(os.path.join(xdg, "git", "config"), everywhere)
         self._hooks_paths(settings, everywhere)
@@ -458,8 +461,6 @@ def _pointer(path: str, prefix: str, base: str | None = None) -> str | None:
     if not line.startswith(prefix) or not line[len(prefix) :].strip():
         return None
     return os.path.normpath(os.path.join(base or os.path.dirname(path), line[len(prefix) :].strip()))
-
-
 
 
 def _shown(text: str) -> str:
