@@ -190,6 +190,15 @@ def _connection_key(ctx: ServerRequestContext) -> Any:
     return getattr(ctx.session, "_connection", None)
 
 
+def _peer_address(ctx: ServerRequestContext) -> str | None:
+    """The client a call comes from, for its share of the call slots: over HTTP the address of the peer
+    that sent the request (the port differs per connection, so it is left out; the bearer token, one for
+    every client, names none of them); None over stdio, which serves one client."""
+    request = ctx.request
+    peer = request.scope.get("client") if request is not None else None
+    return peer[0] if peer else None
+
+
 async def _client_roots(ctx: ServerRequestContext) -> list[str]:
     session = ctx.session
     caps = session.client_capabilities
@@ -263,7 +272,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         )
         return await toolset.call(params.name, params.arguments, tool_ctx)
 
-    guarded = CallLimiter.from_config(config).guard(run_tool, key=_connection_key)
+    guarded = CallLimiter.from_config(config).guard(run_tool, key=_connection_key, client=_peer_address)
     structured = config.structured_content
 
     async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -39,13 +39,16 @@ def limit_flags(mode: str, n: int) -> tuple[str, ...]:
 
 
 class Ctx:
-    def __init__(self, session: str | None, report=None) -> None:  # noqa: ANN001
+    def __init__(self, session: str | None, report=None, client: str | None = None) -> None:  # noqa: ANN001
         self.session_key = session
         self.report = report
+        self.client = client
 
 
 def guarded(limiter: CallLimiter, handler):  # noqa: ANN001, ANN201
-    return limiter.guard(handler, key=lambda ctx: ctx.session_key, progress=lambda ctx: ctx.report)
+    return limiter.guard(
+        handler, key=lambda ctx: ctx.session_key, client=lambda ctx: ctx.client, progress=lambda ctx: ctx.report
+    )
 
 
 async def test_sessions_take_turns_and_each_session_keeps_its_order() -> None:
@@ -73,6 +76,95 @@ async def test_sessions_take_turns_and_each_session_keeps_its_order() -> None:
         assert limiter.queued == 8 and limiter.session_queued("a") == 5
         release.set()
     assert order == ["a0", "a1", "b0", "a2", "b1", "a3", "b2", "a4", "a5"]
+    assert limiter.idle()
+
+
+async def test_one_client_holds_half_the_slots_however_many_sessions_it_opens() -> None:
+    """Client A fans out over four sessions; it runs four calls (half of eight) and queues the rest, so
+    client B's call starts at once, and a freed slot goes to the client with fewer calls running."""
+    limiter = CallLimiter(max_calls=8, max_session_calls=2)
+    hold = anyio.Event()
+    started: list[str] = []
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        started.append(name)
+        if not name.startswith("b"):
+            await hold.wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+    async with anyio.create_task_group() as tg:
+        for i in range(16):
+            tg.start_soon(call, Ctx(f"a-session{i % 4}", client="A"), f"a{i}")
+        await anyio.sleep(0.01)
+        assert limiter.client_running("A") == 4 and limiter.queued == 12 and limiter.running == 4
+        assert text_of(await call(Ctx("b-session", client="B"), "b0")) == "b0"
+        assert started[-1] == "b0" and limiter.client_running("B") == 0
+        for i in range(5):  # C runs its four too; now the server is full
+            tg.start_soon(call, Ctx(f"c-session{i % 2}", client="C"), f"c{i}")
+        await anyio.sleep(0.01)
+        assert limiter.running == 8 and limiter.client_running("C") == 4 and limiter.client_queued("C") == 1
+        hold.set()
+    assert limiter.idle()
+
+
+async def test_a_freed_slot_goes_to_the_waiting_client_with_the_fewest_calls_running() -> None:
+    limiter = CallLimiter(max_calls=4)
+    names = ("a0", "a1", "c0", "c1", "a2", "a3", "c2", "c3", "b0", "b1")
+    gates = {name: anyio.Event() for name in names}
+    order: list[str] = []
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        order.append(name)
+        await gates[name].wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+    async with anyio.create_task_group() as tg:
+        for name in names:
+            tg.start_soon(call, Ctx(None, client=name[0]), name)
+            await anyio.sleep(0.001)
+        await anyio.sleep(0.01)
+        assert order == ["a0", "a1", "c0", "c1"] and limiter.queued == 6
+        gates["a0"].set()  # A and C queued first, but B has nothing running
+        await anyio.sleep(0.01)
+        assert order[4:] == ["b0"]
+        gates["c0"].set()  # A, B and C have one running each: A is first in the rotation
+        await anyio.sleep(0.01)
+        assert order[5:] == ["a2"]
+        for gate in gates.values():
+            gate.set()
+    assert sorted(order) == sorted(names) and limiter.idle()
+
+
+async def test_one_client_takes_half_the_queue_and_is_told_so() -> None:
+    limiter = CallLimiter(max_calls=2, max_queued_calls=4)
+    hold = anyio.Event()
+
+    async def handler(ctx: Ctx, name: str) -> ToolResult:
+        await hold.wait()
+        return ToolResult.text(name)
+
+    call = guarded(limiter, handler)
+    results: dict[str, ToolResult] = {}
+
+    async def one(client: str, name: str) -> None:
+        results[name] = await call(Ctx(f"{client}-{name}", client=client), name)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(4):  # one runs (half of 2), two wait (half of 4), the fourth is refused
+            tg.start_soon(one, "A", f"a{i}")
+            await anyio.sleep(0.005)
+        text = text_of(results["a3"])
+        assert text.startswith("Server busy: this client already has 1 tool call running"), text
+        assert "half of the server's 2 (server option --max-calls)" in text
+        assert "2 more of its calls are waiting" in text and "half of the server's 4 places" in text
+        for i in range(3):  # B runs one and queues two: A's half of the queue left room for them
+            tg.start_soon(one, "B", f"b{i}")
+            await anyio.sleep(0.005)
+        assert limiter.running == 2 and limiter.queued == 4 and not any(r.is_error for n, r in results.items() if n[0] == "b")
+        hold.set()
+    assert sorted(n for n, r in results.items() if not r.is_error) == ["a0", "a1", "a2", "b0", "b1", "b2"]
     assert limiter.idle()
 
 
@@ -247,8 +339,8 @@ async def test_a_slot_granted_to_a_call_cancelled_before_it_ran_is_handed_on() -
             await anyio.sleep(0.01)
             release = limiter.release
 
-            def release_then_cancel(key: object) -> None:
-                release(key)  # grants "doomed" the slot; it is cancelled before it can resume
+            def release_then_cancel(key: object, client: object = None) -> None:
+                release(key, client)  # grants "doomed" the slot; it is cancelled before it can resume
                 assert limiter.running == 1 and limiter.queued == 1
                 doomed.cancel_scope.cancel()
                 limiter.release = release  # type: ignore[method-assign]
