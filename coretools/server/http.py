@@ -13,7 +13,8 @@ Around it this module adds what a shared daemon needs:
   OAuth discovery paths under `/.well-known/` answer a plain 404: the token is not OAuth;
 - cancellation the SDK alone would miss (`http_cancel`): a stateful request whose client disconnected, and
   a cancel POSTed for a call running outside a session (stateless or 2026-07-28), honoured for its caller;
-- bounded sessions: `--max-sessions` open at once (over it, a 503 whose body names the limit) and
+- bounded sessions (`http_sessions`): `--max-sessions` open at once, the least recently active idle one
+  ended to admit a new one (only when all are busy, a 503 whose body names the limit), and
   `--session-idle-timeout` for the ones a client abandoned;
 - the connection guard (`http_guard`): at most `--max-connections` connections, a new one displacing a
   stalled one; `--read-timeout` for a complete request; the soft descriptor limit raised; rate-limited
@@ -43,7 +44,7 @@ from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from coretools.server.config import ServerConfig
-from coretools.server.http_asgi import header, is_mcp_post, normal_path, request_path, send_body, send_json_error
+from coretools.server.http_asgi import header, normal_path, request_path, send_body, send_json_error
 
 logger = logging.getLogger("coretools.http")
 
@@ -54,7 +55,6 @@ DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_MAX_SESSIONS = 256
 DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
-SESSION_RETRY_AFTER_SECONDS = 10
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 WELL_KNOWN = "/.well-known/"
@@ -306,44 +306,6 @@ def _allowed(value: str, patterns: list[str]) -> bool:
     return False
 
 
-class SessionCapNotice:
-    """ASGI middleware: when the SDK refuses a new session at `--max-sessions` (HTTP 503), the answer says
-    which limit was hit, how to free a slot, and when to retry, instead of a bare "Too many open sessions".
-
-    Only session-opening requests (a POST without `Mcp-Session-Id`) are watched; the SDK answers 503 to
-    those for nothing else.
-    """
-
-    def __init__(self, app: Any, path: str, max_sessions: int, idle_timeout: float | None, stats: Any = None) -> None:
-        self.app = app
-        self.path = normal_path(path)
-        self._stats = stats
-        expiry = f"a session unused for {idle_timeout:g} s expires" if idle_timeout else "sessions do not expire"
-        self.message = (
-            f"Too many open sessions: this server allows {max_sessions} at once (--max-sessions {max_sessions}). "
-            f"End sessions you no longer use (HTTP DELETE), or retry later: {expiry} (--session-idle-timeout)."
-        )
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if not is_mcp_post(scope, self.path, in_session=False):
-            await self.app(scope, receive, send)
-            return
-        replaced = False
-
-        async def noticing_send(message: dict) -> None:
-            nonlocal replaced
-            if message["type"] == "http.response.start" and message.get("status") == 503:
-                replaced = True
-                if self._stats is not None:
-                    self._stats.sessions_refused += 1
-                retry = str(SESSION_RETRY_AFTER_SECONDS).encode()
-                await send_json_error(send, 503, self.message, [(b"retry-after", retry)])
-            elif not replaced:
-                await send(message)
-
-        await self.app(scope, receive, noticing_send)
-
-
 def _bearer(scope: dict) -> bytes | None:
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
@@ -361,6 +323,7 @@ def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -
     from coretools.server import sse_response
     from coretools.server.app import build_server
     from coretools.server.http_cancel import CancelByCaller, CancelOnDisconnect
+    from coretools.server.http_sessions import SessionCap
 
     sse_response.install()
     server, _ = build_server(config)
@@ -378,7 +341,7 @@ def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -
     if not settings.stateless:
         app = CancelOnDisconnect(app, settings.path)
         if settings.max_sessions is not None:
-            app = SessionCapNotice(app, settings.path, settings.max_sessions, settings.session_idle_timeout, stats)
+            app = SessionCap(app, settings.path, settings.max_sessions, stats)
     return RequestGate(app, security, settings.token, stats, settings.path)
 
 
