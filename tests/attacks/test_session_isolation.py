@@ -88,6 +88,12 @@ class Session:
         text = "\n".join(block.get("text", "") for block in result["content"])
         return result.get("structuredContent") or {"refused": text}
 
+    def probe(self, command: str) -> dict:
+        """An attempt that must have run (its last line says so), whatever it could read or list."""
+        s = self.shell(f"{command}; echo probe-ran")
+        assert s.get("stdout", "").rstrip().endswith("probe-ran"), s
+        return s
+
     def read(self, path: str) -> str:
         result = self.call("read_file", {"absolute_path": path})
         return "\n".join(block.get("text", "") for block in result["content"])
@@ -182,9 +188,9 @@ def test_a_reads_its_own_traces(stateful: Stage) -> None:
 def test_b_has_its_own_temporary_directory(stateful: Stage) -> None:
     """B's `$TMPDIR` (or `/tmp`) does not hold A's file: `ls` does not list it, `cat` cannot read it."""
     b, left = stateful.session(), stateful.left
-    listing = b.shell('ls -a "${TMPDIR:-/tmp}"')
+    listing = b.probe('ls -a "${TMPDIR:-/tmp}"')
     assert left.name not in listing["stdout"], listing
-    read = b.shell(f'cat "${{TMPDIR:-/tmp}}/{left.name}"')
+    read = b.probe(f'cat "${{TMPDIR:-/tmp}}/{left.name}"')
     assert left.temp_marker not in read["stdout"], read
 
 
@@ -192,9 +198,9 @@ def test_b_has_its_own_temporary_directory(stateful: Stage) -> None:
 def test_b_cannot_read_a_temporary_file_at_its_path(stateful: Stage) -> None:
     """At the absolute path A's command used, B finds nothing of A's."""
     b, left = stateful.session(), stateful.left
-    listing = b.shell(f"ls -a {left.temp_dir}")
+    listing = b.probe(f"ls -a {left.temp_dir}")
     assert left.name not in listing["stdout"], listing
-    read = b.shell(f"cat {left.temp_dir}/{left.name}")
+    read = b.probe(f"cat {left.temp_dir}/{left.name}")
     assert left.temp_marker not in read["stdout"], read
 
 
@@ -202,18 +208,18 @@ def test_b_cannot_read_a_temporary_file_at_its_path(stateful: Stage) -> None:
 def test_b_cannot_read_a_background_log_with_a_command(stateful: Stage) -> None:
     """A's background log (its path is in A's answer) can be neither read nor listed by B's commands."""
     b, left = stateful.session(), stateful.left
-    read = b.shell(f"cat {left.log_path}")
+    read = b.probe(f"cat {left.log_path}")
     assert left.log_marker not in read["stdout"], read
-    listing = b.shell(f"ls -a {os.path.dirname(left.log_path)}")
+    listing = b.probe(f"ls -a {os.path.dirname(left.log_path)}")
     assert os.path.basename(left.log_path) not in listing["stdout"], listing
 
 
 @sandboxed_only
 def test_b_cannot_read_a_saved_output_with_a_command(stateful: Stage) -> None:
     b, left = stateful.session(), stateful.left
-    read = b.shell(f"cat {left.saved_path}")
+    read = b.probe(f"cat {left.saved_path}")
     assert left.saved_marker not in read["stdout"], read
-    listing = b.shell(f"ls -a {os.path.dirname(left.saved_path)}")
+    listing = b.probe(f"ls -a {os.path.dirname(left.saved_path)}")
     assert os.path.basename(left.saved_path) not in listing["stdout"], listing
 
 
@@ -248,9 +254,9 @@ def test_stateless_requests_do_not_share_a_temporary_directory(stateless: Stage)
     """Every stateless request is a session: a later request neither lists nor reads an earlier one's
     temporary file, at its own `$TMPDIR` or at the earlier one's path."""
     b, left = stateless.session(), stateless.left
-    listing = b.shell(f'ls -a "${{TMPDIR:-/tmp}}" {left.temp_dir}')
+    listing = b.probe(f'ls -a "${{TMPDIR:-/tmp}}" {left.temp_dir}')
     assert left.name not in listing["stdout"], listing
-    read = b.shell(f'cat "${{TMPDIR:-/tmp}}/{left.name}" {left.temp_dir}/{left.name}')
+    read = b.probe(f'cat "${{TMPDIR:-/tmp}}/{left.name}" {left.temp_dir}/{left.name}')
     assert left.temp_marker not in read["stdout"], read
 
 
@@ -259,7 +265,7 @@ def test_stateless_requests_do_not_share_logs_or_saved_output(stateless: Stage) 
     b, left = stateless.session(), stateless.left
     kept = [(left.log_path, left.log_marker), (left.saved_path, left.saved_marker)]
     for path, mark in [(path, mark) for path, mark in kept if path]:
-        read = b.shell(f"cat {path}")
+        read = b.probe(f"cat {path}")
         assert mark not in read["stdout"], read
         assert mark not in b.read(path)
 
