@@ -50,7 +50,6 @@ from coretools.sandbox.paths import (
     dir_entry,
     kind_name,
     protected_reason,
-    scan_dir,
     strip_prefix,
     within,
 )
@@ -468,9 +467,15 @@ class Workspace(Writes):
 
     def list_dir(self, loc: Location) -> tuple[Node, list[DirEntry]]:
         """Entries of a directory, symlinks not followed (their kind is "symlink")."""
-        with self.open_dir(loc) as (node, fd):
-            entries = [dir_entry(e, node.rel) for e in scan_dir(fd)]
-            return node, entries
+        with self.iter_dir(loc) as (node, entries):
+            return node, list(entries)
+
+    @contextmanager
+    def iter_dir(self, loc: Location) -> Iterator[tuple[Node, Iterator[DirEntry]]]:
+        """`list_dir` one entry at a time, as the kernel reads them (in no order): for a directory of any size,
+        since nothing stays of an entry the caller does not keep."""
+        with self.open_dir(loc) as (node, fd), os.scandir(fd) as found:
+            yield node, (dir_entry(item, node.rel) for item in found)
 
     def ignore_rules(self, root: int, options: IgnoreOptions) -> IgnoreRules:
         return IgnoreRules(lambda rel: self._ignore_spec(root, rel), options)

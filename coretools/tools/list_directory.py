@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.from_thread
 
 from coretools.errors import ErrorKind, ProtectedPath, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
@@ -17,6 +21,17 @@ from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.sandbox.matcher import name_matches
 
 MAX_ENTRIES_SHOWN = 5000
+_CHECK_EVERY = 1000  # entries between two cancellation checks
+
+
+@dataclass
+class _Tally:
+    """What a listing counted: every entry, those shown, those hidden by the rules and by the parameter."""
+
+    seen: int = 0
+    shown: int = 0
+    by_rules: int = 0
+    by_param: int = 0
 
 
 class ListDirectory(Tool):
@@ -74,50 +89,38 @@ class ListDirectory(Tool):
             defaults=True,
         )
         loc = ws.locate(args["path"])
+        patterns = [p for p in args.get("ignore") or [] if p]
+        tally = _Tally()
         try:
-            node, entries = ws.list_dir(loc)
+            with ws.iter_dir(loc) as (node, entries):
+                chain = ignored_chain(ws, node.root, node.rel, options)
+                if chain:
+                    tally.seen = sum(1 for _ in _checked(entries))
+                else:
+                    rows = self._visible(ws, node.root, loc, _checked(entries), options, patterns, tally)
+                    first = heapq.nsmallest(MAX_ENTRIES_SHOWN, rows)  # (holds no more than it returns)
         except ToolError as exc:
             if exc.kind == ErrorKind.PATH_IS_NOT_A_DIRECTORY:
                 raise ToolError(f"Error: Path is not a directory: {loc.shown}", exc.kind) from None
             raise
-        if not entries:
+        if not tally.seen:
             return ToolResult.text(f"Directory {node.path} is empty.")
-        chain = ignored_chain(ws, node.root, node.rel, options)
         if chain:
-            return _ignored_directory(node.path, chain, len(entries))
-        rules = ws.ignore_rules(node.root, options)
-        patterns = [p for p in args.get("ignore") or [] if p]
-        shown: list[tuple[bool, str, str]] = []
-        hidden_by_rules = hidden_by_param = 0
-        for entry in entries:
-            is_dir, label, target = self._describe(ws, node.root, loc, entry)
-            # A symlink is hidden if its own name or its target is ignored (as Gemini CLI does).
-            if entry.kind in ("dir", "file", "symlink") and (
-                (not ws.allow_protected and _protected(entry))
-                or rules.decide(entry.rel, is_dir)
-                or (target is not None and ws.is_ignored(target.root, target.rel, is_dir, options))
-            ):
-                hidden_by_rules += 1
-                continue
-            if patterns and name_matches(entry.name, patterns):
-                hidden_by_param += 1
-                continue
-            shown.append((not is_dir, entry.name.lower(), label))
-        shown.sort()
-        labels = [label for _, _, label in shown[:MAX_ENTRIES_SHOWN]]
+            return _ignored_directory(node.path, chain, tally.seen)
+        labels = [label for _, _, label in first]
         labels = labels[: lines_that_fit(labels, ctx.result_chars)]
         lines = [f"Directory listing for {node.path}:", *labels]
         notes = []
-        if len(shown) > len(labels):
+        if tally.shown > len(labels):
             notes.append(
-                f"({len(shown) - len(labels)} more entries not shown: this answer lists {len(labels)} of "
-                f"{len(shown)}; use glob with a pattern, such as '{_example(node.path)}/*.py', to narrow down)"
+                f"({tally.shown - len(labels)} more entries not shown: this answer lists {len(labels)} of "
+                f"{tally.shown}; use glob with a pattern, such as '{_example(node.path)}/*.py', to narrow down)"
             )
-        if hidden_by_rules:
-            notes.append(f"({hidden_by_rules} ignored by .gitignore/.geminiignore rules or default excludes)")
-        if hidden_by_param:
-            notes.append(f"({hidden_by_param} hidden by the ignore parameter)")
-        if not shown:
+        if tally.by_rules:
+            notes.append(f"({tally.by_rules} ignored by .gitignore/.geminiignore rules or default excludes)")
+        if tally.by_param:
+            notes.append(f"({tally.by_param} hidden by the ignore parameter)")
+        if not tally.shown:
             lines.append("(no visible entries)")
         text = "\n".join(lines)
         if notes:
@@ -125,10 +128,40 @@ class ListDirectory(Tool):
         structured = {
             "path": node.path,
             "entries": labels,
-            "ignored": hidden_by_rules,
-            "hidden_by_pattern": hidden_by_param,
+            "ignored": tally.by_rules,
+            "hidden_by_pattern": tally.by_param,
         }
         return ToolResult.text(text, structured)
+
+    def _visible(
+        self,
+        ws: Workspace,
+        root: int,
+        loc: Location,
+        entries: Iterable[DirEntry],
+        options: IgnoreOptions,
+        patterns: list[str],
+        tally: _Tally,
+    ) -> Iterator[tuple[bool, str, str]]:
+        """The entries to show as `(not a directory, lower-case name, label)`, which sort in the listing's order
+        (directories first, then by name), each counted in `tally` as it comes."""
+        rules = ws.ignore_rules(root, options)
+        for entry in entries:
+            tally.seen += 1
+            is_dir, label, target = self._describe(ws, root, loc, entry)
+            # A symlink is hidden if its own name or its target is ignored (as Gemini CLI does).
+            if entry.kind in ("dir", "file", "symlink") and (
+                (not ws.allow_protected and _protected(entry))
+                or rules.decide(entry.rel, is_dir)
+                or (target is not None and ws.is_ignored(target.root, target.rel, is_dir, options))
+            ):
+                tally.by_rules += 1
+                continue
+            if patterns and name_matches(entry.name, patterns):
+                tally.by_param += 1
+                continue
+            tally.shown += 1
+            yield not is_dir, entry.name.lower(), label
 
     @staticmethod
     def _describe(
@@ -172,6 +205,15 @@ def _ignored_directory(path: str, chain: list[Ignored], count: int) -> ToolResul
         "ignored_by": [verdict.where for verdict in chain],
     }
     return ToolResult.text(text, structured)
+
+
+def _checked(entries: Iterable[DirEntry]) -> Iterator[DirEntry]:
+    """`entries`, with a check every `_CHECK_EVERY` that the call was not cancelled (a directory can hold
+    millions): a call that timed out stops listing."""
+    for count, entry in enumerate(entries):
+        if count % _CHECK_EVERY == 0:
+            anyio.from_thread.check_cancelled()
+        yield entry
 
 
 def _its_entries(count: int) -> str:

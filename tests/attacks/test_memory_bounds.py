@@ -249,6 +249,43 @@ async def test_read_file_window_past_a_huge_utf16_line(root: Path, tmp_path: Pat
     assert "Showing lines 2-2 of 3 total lines" in text
 
 
+# ---------------------------------------------------------------- list_directory
+
+WIDE = 120_000  # entries: the issue's 400,000 take too long to create for a test; the bound is scaled to them
+
+
+async def test_list_directory_keeps_only_the_shown_entries(root: Path, tmp_path: Path) -> None:
+    """A directory of 120,000 entries with 200-character names (hard links of a few files, the quickest to
+    create): the listing keeps the entries it shows and counts the others, so its peak does not grow with the
+    directory. Its bound is 300 MiB scaled to this many entries (main took +623 MiB for 400,000)."""
+    wide = root / "wide"
+    wide.mkdir()
+    (root / "few").mkdir()
+    (root / "few" / "a.txt").write_text("a\n")
+    fd = os.open(wide, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for n in range(WIDE):
+            if n % 60_000 == 0:
+                source = f"source{n // 60_000}"
+                os.close(os.open(source, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+            name = f"{WIDE - n:06d}" + "n" * 194
+            os.link(source, name, src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.mkdir(wide / ("0" * 200))  # a directory: listed first, although its name sorts last among the files...
+    async with serving(root, tmp_path) as server:
+        result, grown = await server.growth("list_directory", {"path": str(wide)}, warm={"path": str(root / "few")})
+    text = text_of(result)
+    assert grown < BOUND * WIDE // 400_000, f"peak RSS grew by {grown / MIB:.0f} MiB"
+    assert not result.is_error, text[:500]
+    lines = text.splitlines()
+    assert lines[1] == f"[DIR] {'0' * 200}"  # ...as they are in every listing
+    assert lines[2] == f"000001{'n' * 194} (0 bytes)" and lines[3].startswith("000002n")
+    total = len(os.listdir(wide))
+    shown = lines.index("") - 1
+    assert f"({total - shown} more entries not shown: this answer lists {shown} of {total};" in text
+
+
 # ---------------------------------------------------------------- save_memory
 
 
