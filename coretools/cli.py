@@ -90,6 +90,8 @@ def _common_parser() -> argparse.ArgumentParser:
 
 
 def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
+    from coretools.server.config import DEFAULT_MAX_MESSAGE_BYTES
+
     http = parser.add_argument_group("transport")
     http.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default: stdio")
     http.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
@@ -167,6 +169,14 @@ def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         metavar="SECONDS",
         help="close an HTTP connection that has not sent a complete request within this time (default: 10)",
+    )
+    http.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        metavar="BYTES",
+        help="the largest JSON-RPC message read, one stdio line or one HTTP request body; a larger one is "
+        f"discarded unread and answered with an error (default: {DEFAULT_MAX_MESSAGE_BYTES}, 4 MiB)",
     )
 
 
@@ -299,6 +309,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, config) -> int:  # noqa: ANN001 - a ServerConfig
     import anyio
 
+    if config.max_message_bytes < 1:
+        return _fail(f"--max-message-bytes {config.max_message_bytes}: use a number of bytes, at least 1")
     if args.transport == "http":
         try:
             from coretools.server.http import serve_http

@@ -354,12 +354,12 @@ def _return_large_blocks() -> None:
 async def serve_stdio(config: ServerConfig) -> None:
     from mcp.server.stdio import stdio_server
 
-    from coretools.server.stdio import claim_pipes
+    from coretools.server.stdio import claim_pipes, message_streams
 
     server, _ = build_server(config)
     settle_heap()
-    with claim_pipes() as pipes:
+    with claim_pipes(config.max_message_bytes) as pipes:
         # our event-loop pipes where we can have them (see coretools.server.stdio), else the SDK's own
-        streams = stdio_server(pipes.reader, pipes.writer) if pipes else stdio_server()  # type: ignore[arg-type]
+        streams = message_streams(pipes, config.max_message_bytes) if pipes else stdio_server()
         async with streams as (read, write):
             await server.run(read, write, server.create_initialization_options())

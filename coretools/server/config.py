@@ -16,6 +16,8 @@ from typing import Any
 from coretools.tools.base import options_from
 
 DEFAULT_CALL_TIMEOUT = 600.0
+# The largest JSON-RPC message read, a stdio line or an HTTP request body: the MCP SDK's HTTP body limit.
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class ServerConfig:
     max_queued_calls: int = 1024  # calls waiting for a slot, all sessions together; 0: no queue
     max_session_queued_calls: int = 64  # calls of one session waiting for a slot; 0: no queue
     queue_timeout: float = 60.0  # the longest a call waits for a slot, capped by call_timeout; 0: no queue
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # one stdio line or HTTP request body
     http: HttpOptions = field(default_factory=HttpOptions)
     # Each tool's options object, keyed by its class (`Tool.Options`); a class missing here means defaults.
     tool_options: Mapping[type, Any] = field(default_factory=dict)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import logging
 import math
 import os
@@ -40,11 +41,13 @@ from dataclasses import dataclass
 from collections.abc import Callable, Coroutine
 from typing import Any, NamedTuple
 
-from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+import pydantic_core
+from mcp_types import PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from coretools.server.config import ServerConfig
 from coretools.server.http_asgi import header, normal_path, request_path, send_body, send_json_error
+from coretools.server.message_errors import invalid_json_reason, request_id
 
 logger = logging.getLogger("coretools.http")
 
@@ -55,8 +58,9 @@ DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_MAX_SESSIONS = 256
 DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
-LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+# Loopback names with any port, or none (the scheme's default port: `curl http://localhost/mcp` on port 80)
+LOOPBACK_HOSTS = [f"{name}{port}" for name in ("127.0.0.1", "localhost", "[::1]") for port in ("", ":*")]
+LOOPBACK_ORIGINS = [f"http://{name}" for name in LOOPBACK_HOSTS]
 WELL_KNOWN = "/.well-known/"
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 
@@ -247,7 +251,7 @@ class RequestGate:
             return
         refusal = refusal or self._token_refusal(scope) or self._version_refusal(scope)
         if refusal is None:
-            await self.app(scope, receive, send)
+            await self.app(_lowercase_host(scope), receive, send)
             return
         if self._stats is not None:
             self._stats.requests_refused += 1
@@ -294,6 +298,16 @@ class RequestGate:
         return Refusal(400, message, code=UNSUPPORTED_PROTOCOL_VERSION, data=data)
 
 
+def _lowercase_host(scope: dict) -> dict:
+    """`scope` with its Host header in lower case, as the SDK's own Host check (behind this gate) compares
+    it: host names are case-insensitive, and `Host: LOCALHOST` passed the gate."""
+    host = header(scope, b"host")
+    if host is None or host == host.lower():
+        return scope
+    headers = [(name, value.lower() if name == b"host" else value) for name, value in scope["headers"]]
+    return {**scope, "headers": headers}
+
+
 def _allowed(value: str, patterns: list[str]) -> bool:
     """`value` equals a pattern, or a pattern ends in `:*` and `value` is its prefix plus a numeric port."""
     for pattern in patterns:
@@ -304,6 +318,73 @@ def _allowed(value: str, patterns: list[str]) -> bool:
             if value.startswith(prefix) and value[len(prefix) :].isdigit():
                 return True
     return False
+
+
+class ParseErrorNotice:
+    """ASGI middleware: when the SDK refuses a POST's body as invalid JSON (HTTP 400, JSON-RPC -32700), the
+    answer says what is wrong and where (`message_errors.invalid_json_reason`: a lone surrogate escape by
+    name, nesting too deep, a raw control character) and carries the request's id when it can be read.
+
+    It sits right in front of the SDK, behind the middlewares that buffer the body, so keeping the body for
+    the rare refusal holds a reference to bytes already in memory, not a copy.
+    """
+
+    def __init__(self, app: Any, path: str) -> None:
+        self.app = app
+        self.path = normal_path(path)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if not (scope["type"] == "http" and scope["method"] == "POST" and request_path(scope) == self.path):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        held: dict | None = None
+
+        async def keeping_receive() -> dict:
+            message = await receive()
+            if message["type"] == "http.request":
+                chunks.append(message.get("body", b""))
+            return message
+
+        async def noticing_send(message: dict) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message.get("status") == 400:
+                held = message  # sent with the body, whose length may change
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            start, held = held, None
+            body = _described_parse_error(message.get("body", b""), b"".join(chunks))
+            if body is None:
+                await send(start)
+                await send(message)
+                return
+            headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, keeping_receive, noticing_send)
+
+
+def _described_parse_error(answer: bytes, request: bytes) -> bytes | None:
+    """The SDK's -32700 answer to `request` rewritten with what is wrong; None for any other answer."""
+    try:
+        error = json.loads(answer)["error"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(error, dict) or error.get("code") != PARSE_ERROR:
+        return None
+    text = request.decode("utf-8", "replace")
+    try:
+        pydantic_core.from_json(text)
+    except ValueError as exc:  # the parser's own words and position (the 2026-07-28 entry gives neither)
+        parser_message = str(exc)
+    else:
+        return None
+    message = f"Parse error: {invalid_json_reason(text, parser_message)}"
+    reply = {"jsonrpc": "2.0", "id": request_id(text), "error": {"code": PARSE_ERROR, "message": message}}
+    return json.dumps(reply).encode()
 
 
 def _bearer(scope: dict) -> bytes | None:
@@ -336,10 +417,13 @@ def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -
         host=settings.host,
         max_sessions=settings.max_sessions,
         session_idle_timeout=settings.session_idle_timeout,
+        max_request_body_size=config.max_message_bytes,
     )
-    app = CancelByCaller(app, settings.path, keyed_on_token=settings.token is not None)
+    limit = config.max_message_bytes
+    app = ParseErrorNotice(app, settings.path)
+    app = CancelByCaller(app, settings.path, keyed_on_token=settings.token is not None, max_body=limit)
     if not settings.stateless:
-        app = CancelOnDisconnect(app, settings.path)
+        app = CancelOnDisconnect(app, settings.path, limit)
         if settings.max_sessions is not None:
             app = SessionCap(app, settings.path, settings.max_sessions, stats)
     return RequestGate(app, security, settings.token, stats, settings.path)

@@ -21,8 +21,7 @@ import logging
 from typing import Any
 
 import anyio
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE as MAX_BODY_BYTES
-
+from coretools.server.config import DEFAULT_MAX_MESSAGE_BYTES
 from coretools.server.http_asgi import (
     buffer_body,
     cancelled_ids,
@@ -40,8 +39,9 @@ MAX_TRACKED_CALLS = 4096
 REQUEST_CANCELLED = -32800  # JSON-RPC "request cancelled", as the SDK's 2025-era transport answers it
 
 
-def _too_large(send: Any) -> Any:
-    return send_json_error(send, 413, f"Request body too large (limit {MAX_BODY_BYTES} bytes).", [])
+def _too_large(send: Any, limit: int) -> Any:
+    message = f"Request body too large: the limit is {limit:,} bytes (server option --max-message-bytes)."
+    return send_json_error(send, 413, message, [], code=-32600)
 
 
 class CancelOnDisconnect:
@@ -55,17 +55,18 @@ class CancelOnDisconnect:
     up as for any cancellation (a shell command's processes are killed).
     """
 
-    def __init__(self, app: Any, path: str) -> None:
+    def __init__(self, app: Any, path: str, max_body: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self.app = app
         self.path = normal_path(path)
+        self.max_body = max_body
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if not is_mcp_post(scope, self.path, in_session=True):
             await self.app(scope, receive, send)
             return
-        body, replay = await buffer_body(receive, MAX_BODY_BYTES)
+        body, replay = await buffer_body(receive, self.max_body)
         if body is None:
-            await _too_large(send)
+            await _too_large(send, self.max_body)
             return
         state = {"disconnected": False, "finished": False}
 
@@ -187,9 +188,18 @@ class CancelByCaller:
     event stream), which the client, having given up on it, ignores.
     """
 
-    def __init__(self, app: Any, path: str, *, keyed_on_token: bool, calls: RunningCalls | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        path: str,
+        *,
+        keyed_on_token: bool,
+        calls: RunningCalls | None = None,
+        max_body: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
         self.app = app
         self.path = normal_path(path)
+        self.max_body = max_body
         self.keyed_on_token = keyed_on_token
         self.calls = calls if calls is not None else RunningCalls()
 
@@ -197,9 +207,9 @@ class CancelByCaller:
         if not is_mcp_post(scope, self.path, in_session=False):
             await self.app(scope, receive, send)
             return
-        body, replay = await buffer_body(receive, MAX_BODY_BYTES)
+        body, replay = await buffer_body(receive, self.max_body)
         if body is None:
-            await _too_large(send)
+            await _too_large(send, self.max_body)
             return
         messages = json_messages(body)
         caller = self._caller(scope)

@@ -274,7 +274,7 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         completed = self._completed
         super().data_received(data)
-        if self.transport.is_closing():
+        if self._refused or self.transport.is_closing():  # refused within this chunk: its answer is out
             return
         if self._head_bytes is not None and self._completed == completed:
             # The whole chunk went into a head still incomplete (httptools buffers a partial header line

@@ -19,47 +19,64 @@ and the server uses the SDK's threaded transport. `CORETOOLS_STDIO=sdk` asks for
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import anyio
 
+from coretools.server.config import DEFAULT_MAX_MESSAGE_BYTES
+
+logger = logging.getLogger("coretools")
+
 READ_SIZE = 1 << 16
+HEAD_BYTES = 4096  # what is kept of an oversized line, to find its request id
+
+
+class Oversized(NamedTuple):
+    """A line longer than the reader's limit, discarded as it arrived: its size and its first bytes (where
+    the request id usually is)."""
+
+    size: int
+    head: str
 
 
 class LineReader:
     """`async for line in reader`: the lines of a non-blocking descriptor, decoded as UTF-8 (bad bytes
-    replaced, as the SDK does); a last line without a newline is still yielded at end of input."""
+    replaced, as the SDK does); a last line without a newline is still yielded at end of input.
 
-    def __init__(self, fd: int) -> None:
+    A line over `limit` bytes is never held: once the buffer passes the limit without a newline, what
+    arrives is counted and dropped until the line ends, and the reader yields an `Oversized` in its place.
+    The memory one line can take is the limit plus one read."""
+
+    def __init__(self, fd: int, limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._fd = fd
+        self._limit = limit
         self._buffer = bytearray()
         self._scanned = 0  # no newline in buffer[:_scanned]: a long message is not rescanned per chunk
+        self._dropped: Oversized | None = None  # the line being discarded, its size so far
         self._eof = False
 
     def __aiter__(self) -> LineReader:
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> str | Oversized:
         while True:
             end = self._buffer.find(b"\n", self._scanned)
             if end >= 0:
-                line = bytes(self._buffer[: end + 1])
-                del self._buffer[: end + 1]
-                self._scanned = 0
-                return line.decode("utf-8", "replace")
+                return self._take(end + 1)
             self._scanned = len(self._buffer)
+            if self._dropped is not None or len(self._buffer) > self._limit:
+                self._drop(len(self._buffer))
             if self._eof:
-                if not self._buffer:
+                if not self._buffer and self._dropped is None:
                     raise StopAsyncIteration
-                line = bytes(self._buffer)
-                self._buffer.clear()
-                self._scanned = 0
-                return line.decode("utf-8", "replace")
+                return self._take(len(self._buffer))
             try:
                 chunk = os.read(self._fd, READ_SIZE)
             except BlockingIOError:
@@ -69,6 +86,28 @@ class LineReader:
                 self._buffer += chunk
             else:
                 self._eof = True
+
+    def _take(self, length: int) -> str | Oversized:
+        """The line that ends `length` bytes into the buffer, removed from it."""
+        if self._dropped is None and length - 1 > self._limit:  # a long line's end came in the same read
+            self._drop(length - 1)
+            length = 1
+        line = bytes(self._buffer[:length])
+        del self._buffer[:length]
+        self._scanned = 0
+        if self._dropped is not None:
+            dropped, self._dropped = self._dropped, None
+            return dropped._replace(size=dropped.size + len(line.rstrip(b"\r\n")))
+        return line.decode("utf-8", "replace")
+
+    def _drop(self, length: int) -> None:
+        """Discard the first `length` bytes of the buffer, all of them part of an oversized line."""
+        if self._dropped is None:
+            head = bytes(self._buffer[:HEAD_BYTES]).decode("utf-8", "replace")
+            self._dropped = Oversized(0, head)
+        self._dropped = self._dropped._replace(size=self._dropped.size + length)
+        del self._buffer[:length]
+        self._scanned = 0
 
 
 class Writer:
@@ -106,6 +145,50 @@ class Pipes:
     writer: Writer
 
 
+@asynccontextmanager
+async def message_streams(pipes: Pipes, limit: int) -> AsyncIterator[tuple[Any, Any]]:
+    """The server's read and write streams over `pipes`, as the SDK's `stdio_server` makes them, except that
+    no line goes unanswered: one that is not a JSON-RPC message, or is over `limit` bytes, gets an error reply
+    (`message_errors`) and the next line is read as usual. The SDK would hand the server an exception the
+    server only logs, leaving the host waiting for an answer that never comes."""
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    from coretools.server.message_errors import Unreadable, read_message, too_large
+
+    read_writer, read_stream = create_context_streams[SessionMessage](0)
+    write_stream, write_reader = create_context_streams[SessionMessage](0)
+
+    async def read_lines(replies: Any) -> None:
+        async with read_writer, replies:
+            async for line in pipes.reader:
+                if isinstance(line, Oversized):
+                    logger.warning("refused a stdio message of %d bytes (--max-message-bytes %d)", line.size, limit)
+                    await replies.send(SessionMessage(too_large(line.size, limit, line.head)))
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    message = read_message(line)
+                except Unreadable as exc:
+                    logger.info("unreadable stdio message: %s", exc)
+                    await replies.send(SessionMessage(exc.reply))
+                    continue
+                await read_writer.send(SessionMessage(message))
+
+    async def write_lines() -> None:
+        async with write_reader:
+            async for session_message in write_reader:
+                await pipes.writer.write(session_message.message.model_dump_json(by_alias=True, exclude_unset=True))
+                await pipes.writer.write("\n")
+                await pipes.writer.flush()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_lines, write_stream.clone())
+        tg.start_soon(write_lines)
+        yield read_stream, write_stream
+
+
 def _is_pipe(fd: int) -> bool:
     try:
         return stat.S_ISFIFO(os.fstat(fd).st_mode)
@@ -114,9 +197,10 @@ def _is_pipe(fd: int) -> bool:
 
 
 @contextmanager
-def claim_pipes() -> Iterator[Pipes | None]:
+def claim_pipes(limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[Pipes | None]:
     """Our own non-blocking descriptions of the stdin and stdout pipes, with fd 0 and 1 diverted while
-    they are in use; None (and nothing changed) where that is not possible."""
+    they are in use, and lines read up to `limit` bytes; None (and nothing changed) where that is not
+    possible."""
     if os.environ.get("CORETOOLS_STDIO") == "sdk" or sys.platform != "linux" or not (_is_pipe(0) and _is_pipe(1)):
         yield None
         return
@@ -138,7 +222,7 @@ def claim_pipes() -> Iterator[Pipes | None]:
         finally:
             os.close(null)
         os.dup2(2, 1)
-        yield Pipes(LineReader(opened[0]), Writer(opened[1]))
+        yield Pipes(LineReader(opened[0], limit), Writer(opened[1]))
     finally:
         for fd, original in zip((0, 1), saved):
             try:

@@ -214,9 +214,59 @@ class ToolSet:
         except ToolError as exc:
             return ToolResult.error(_clip(exc.message), exc.kind)
         except Exception as exc:  # noqa: BLE001 - a bug must not take the server down or leak a traceback
+            unusable = _unusable_text(exc, args)
+            if unusable:
+                logger.info("tool %s refused unusable text: %s", name, exc)
+                lines = "\n".join(f"- {p}" for p in unusable)
+                return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", ErrorKind.INVALID_TOOL_PARAMS)
             logger.exception("tool %s failed unexpectedly", name)
             return ToolResult.error(
                 f"Internal error in {name} ({type(exc).__name__}). This is a bug in coretools; the details are in "
                 "the server log. The server is still running.",
                 ErrorKind.UNHANDLED_EXCEPTION,
             )
+
+
+def _unusable_text(exc: Exception, args: dict[str, Any]) -> list[str]:
+    """What in `args` made an operating-system call fail with `exc`, as problems to report; empty when the
+    failure has another cause (a bug).
+
+    Every system call refuses a NUL character (`ValueError: embedded null byte`) and every encoding to
+    bytes a lone surrogate (`UnicodeEncodeError`), whichever tool passed the text on: a command, a path, a
+    pattern, an environment value. Tools check the arguments they know to be paths or patterns; this
+    answers for any other that reaches the system, naming the parameter instead of reporting a bug."""
+    if isinstance(exc, UnicodeEncodeError):
+        unwanted = "surrogates"
+    elif isinstance(exc, ValueError) and "null" in str(exc):
+        unwanted = "\x00"
+    else:
+        return []
+    problems = []
+    for where, text in _texts(args, "params"):
+        if unwanted == "\x00":
+            at = text.find("\x00")
+            if at >= 0:
+                problems.append(
+                    f"{where} contains a NUL character (\\x00) at offset {at}, which no command, file name or "
+                    "pattern can hold; remove it"
+                )
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as bad:
+            problems.append(
+                f"{where} contains {text[bad.start : bad.end]!r} at offset {bad.start}, a lone surrogate that is "
+                "not text and cannot be passed on; remove it"
+            )
+    return problems
+
+
+def _texts(value: Any, where: str) -> list[tuple[str, str]]:
+    """Every string in an argument value, with where it is (`params/name/0`)."""
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _texts(item, f"{where}/{key}")]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value) for found in _texts(item, f"{where}/{index}")]
+    return []

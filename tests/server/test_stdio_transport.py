@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coretools.server.stdio import LineReader, Writer
+from coretools.server.stdio import HEAD_BYTES, LineReader, Oversized, Writer
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.anyio
@@ -65,11 +65,37 @@ async def test_reader_frames_lines_however_the_bytes_arrive() -> None:
     r, w = _nonblocking_pipe()
     thread = _feed(w, pieces)
     try:
-        lines = await _lines(LineReader(r))
+        lines = await _lines(LineReader(r, limit=len(big) + 1))
     finally:
         thread.join()
         os.close(r)
     assert lines == ['{"id":1}\n', '{"id":2}\n', big + "\n", '{"id":4}']
+
+
+async def test_reader_discards_a_line_over_its_limit_and_reads_on() -> None:
+    """A line over the limit is never held: it comes out as an `Oversized` with its true size and first
+    bytes, whether its end arrives in a later read, in the read that passed the limit, or never (end of
+    input); a line of exactly the limit is a line."""
+    limit = 100_000
+    exact = b"e" * limit
+    wire = [
+        b'{"id":1}\n' + b"a" * 70_000, b"a" * 70_000, b"a" * 70_000 + b'\n{"id":2}\n',  # ends in a later read
+        exact + b"\n",
+        b"b" * (limit + 10) + b'\n{"id":3}\n',  # ends in the read that passed the limit
+        b"c" * 250_000,  # never ends
+    ]
+    r, w = _nonblocking_pipe()
+    thread = _feed(w, wire)
+    try:
+        lines = await _lines(LineReader(r, limit=limit))
+    finally:
+        thread.join()
+        os.close(r)
+    assert lines[0] == '{"id":1}\n'
+    assert lines[1] == Oversized(210_000, "a" * HEAD_BYTES)
+    assert lines[2:4] == ['{"id":2}\n', exact.decode() + "\n"]
+    assert lines[4] == Oversized(limit + 10, "b" * HEAD_BYTES)
+    assert lines[5:] == ['{"id":3}\n', Oversized(250_000, "c" * HEAD_BYTES)]
 
 
 async def test_reader_replaces_invalid_utf8_and_splits_multibyte_characters_safely() -> None:
