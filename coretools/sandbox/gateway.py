@@ -33,6 +33,7 @@ from coretools.sandbox import hints, kernel, scratch
 from coretools.sandbox.ignore import (
     GEMINIIGNORE,
     GIT_INFO_EXCLUDE,
+    MAX_IGNORE_FILE_BYTES,
     IgnoreOptions,
     IgnoreRules,
     SpecCache,
@@ -494,7 +495,7 @@ class Workspace(Writes):
             st = os.stat(rel_file, dir_fd=self.roots[root].fd, follow_symlinks=False)
         except OSError:
             st = None
-        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > 1 << 20:
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > MAX_IGNORE_FILE_BYTES:
             signature = None
         else:
             signature = (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -506,7 +507,7 @@ class Workspace(Writes):
                 # protected-path rule refused it here, so the ignore engine silently never applied it;
                 # it is waived for exactly that real path.
                 with self._open_regular(loc, exempt=GIT_INFO_EXCLUDE) as (_, handle):
-                    return handle.read(1 << 20)  # type: ignore[attr-defined]
+                    return handle.read(MAX_IGNORE_FILE_BYTES)  # type: ignore[attr-defined]
             except ToolError:
                 return None
 

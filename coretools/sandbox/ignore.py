@@ -46,6 +46,11 @@ GITIGNORE = ".gitignore"
 GEMINIIGNORE = ".geminiignore"
 GIT_INFO_EXCLUDE = ".git/info/exclude"
 
+# The bytes an ignore file may have to be applied; a larger one is not read (as if absent), and a search that
+# walks past it says so. Parsing costs about 0.3 MB of memory and 10 ms of CPU per KiB of glob lines (a
+# 1 MiB file of `name*/*.tmp` lines: 347 MiB and 9 s), so this bounds the memory of every walk's rules; real
+# `.gitignore`s are a few KiB.
+MAX_IGNORE_FILE_BYTES = 256 << 10
 
 
 @functools.lru_cache(maxsize=1)

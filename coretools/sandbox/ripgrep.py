@@ -27,6 +27,7 @@ otherwise) are always dropped by the re-check.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shutil
@@ -499,9 +500,12 @@ class RgRun:
                 os.close(fd)
 
     def _count_stderr(self, chunk: bytes) -> None:
+        """Count the whole lines so far; of a line longer than 4 KiB its first and last 2 KiB are kept (what
+        is counted is near the start, or in the message after the path: a path may be longer than that)."""
         assert self.count_in_stderr is not None
         lines = (self._err_pending + chunk).split(b"\n")
-        self._err_pending = lines.pop()[:4096]  # what is counted is near the start
+        pending = lines.pop()
+        self._err_pending = pending if len(pending) <= 4096 else pending[:2048] + pending[-2048:]
         self.stderr_hits += sum(map(self.count_in_stderr, lines))
 
     def _split(self, chunks: Iterator[bytes]) -> Iterator[list[bytes | RgLine]]:
@@ -527,6 +531,25 @@ class RgRun:
                 cut_head, tail, pending = pending[:limit], pending[-4096:], b""
             if batch:
                 yield batch
+
+
+class PathTooLong:
+    """A `count_in_stderr` test for rg's error on a path longer than the kernel takes (`ENAMETOOLONG`), which
+    rg meets below a tree nested so deep that a path from its working directory passes `PATH_MAX`: rg names
+    paths whole, where the workspace walk opens each directory beneath its parent. The first such path is
+    kept (`first`, as rg wrote it: `./` and the path, cut in the middle past 4 KiB)."""
+
+    _SUFFIX = f": File name too long (os error {errno.ENAMETOOLONG})".encode()
+
+    def __init__(self) -> None:
+        self.first: str | None = None
+
+    def __call__(self, line: bytes) -> bool:
+        if not (line.startswith(b"rg: ") and line.endswith(self._SUFFIX)):
+            return False
+        if self.first is None:
+            self.first = line[4 : -len(self._SUFFIX)].decode("utf-8", "replace")
+        return True
 
 
 def _memfile(data: bytes) -> int:

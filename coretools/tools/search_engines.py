@@ -14,6 +14,13 @@ rg reports files in no particular order when it runs on several threads (as it d
 that may be among those shown are kept as rg wrote them, and checked and decoded only for the files still
 shown once rg is done (`RipgrepEngine._confirm_deferred`).
 
+rg runs under a memory bound (`ripgrep.RG_DATA_LIMIT`). What it cannot take within it does not fail the
+search: a pass that runs out of memory is run again on one thread with memory maps, where a line tens of MB
+long costs nothing; if that fails too, a pattern too complex is the error, else the workspace walk names the
+files (an in-tree `.gitignore` rg cannot compile is applied by the pattern engine instead) and a batch that
+still fails is searched in halves down to the one file that is left out (`RipgrepEngine._run`). The answer
+names what was left out (`Collector.skipped`), as it does paths nested too deep for rg to name.
+
 The fallback (no working rg binary, or `--search-engine python`) runs the caller's regex on RE2
 (`search_regex.LineRegex`). Files are decoded as UTF-8 (UTF-16 with a byte-order mark is transcoded, as
 ripgrep does); an invalid byte is one character that `.` matches, where ripgrep's `.` does not.
@@ -24,7 +31,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.matcher import NodeMatcher
@@ -49,6 +56,7 @@ from coretools.tools.search_reported import (
     many_fields,
     matched_lines,
 )
+from coretools.tools.search_listing import listed_files, skipped_file_note, too_long_note
 from coretools.tools.search_results import Collector, FileLines, Job, Request, Target, show_line
 
 
@@ -109,7 +117,7 @@ class RipgrepEngine:
         if rules is None:
             self._listed(job, target, view)
             return
-        args = [*rules.flags, *_pattern_flags(req)]
+        args = [*_with_messages(rules.flags), *_pattern_flags(req)]
         if target.is_dir:
             options = rules.recheck_options(req.ignore)
             names = rules.recheck_names() if options is not None else None
@@ -122,55 +130,118 @@ class RipgrepEngine:
             cwd = ripgrep.dir_cwd(target.fd, target.path)
             recheck = ripgrep.Recheck.of(ws, target.root, target.rel, options, req.allow_protected, names=names)
             threads = ripgrep.rg_threads(spare=0)
+            call = _RgCall(args, cwd, rules.ignore_files, threads, req.timeout)
         else:
-            args.append(f"/proc/{os.getpid()}/fd/{target.fd}")
-            cwd, recheck, threads = "/", None, 1  # one file: rg streams it, read through a memory map
-        self._run(job, target, _RgCall(args, cwd, rules.ignore_files, threads, req.timeout), recheck, view)
+            cwd, recheck = "/", None  # one file: rg streams it, read through a memory map
+            call = _RgCall(args, cwd, rules.ignore_files, 1, req.timeout, [f"/proc/{os.getpid()}/fd/{target.fd}"])
+        self._run(job, target, call, recheck, view)
 
-    def _run(self, job: Job, target: Target, call: _RgCall, recheck, view) -> None:
-        """One rg search, in one pass unless rg runs out of memory (`RG_DATA_LIMIT`) with several threads:
-        then each thread was holding a file's whole output until the file was done (a file matching on
-        every line, say), and the search is run once more on one thread, which writes each record as it is
-        found. The files whose output the first pass gave in full are passed over the second time."""
+    def _run(
+        self, job: Job, target: Target, call: _RgCall, recheck, view, done: set[str] | None = None,
+        careful: bool = False,
+    ) -> None:
+        """One rg search, in one pass unless rg runs out of memory (`RG_DATA_LIMIT`). With several threads,
+        each was holding a file's whole output until the file was done (a file matching on every line,
+        say); and a file read into rg's buffer needs a line's length of memory (one line of tens of MB). So
+        the search is run once more `careful`ly: on one thread, which writes each record as it is found,
+        and with files read through memory maps (`_CAREFUL`), where rg searches a line in place. The files
+        whose output an earlier pass gave in full (`done`) are passed over. When a careful pass runs out of
+        memory too, `_salvage` finds out what rg cannot take and searches the rest."""
         deadline = time.monotonic() + call.timeout
-        done: set[str] = set()
-        threads = call.threads
+        done = set() if done is None else done
+        started_careful = careful
         while True:
-            argv = [self.binary, "--json", "--threads", str(threads), *(_SORTED if threads == 1 else ()), *call.args]
+            argv = [
+                self.binary, "--json", "--threads", str(1 if careful else call.threads),
+                *(_CAREFUL if careful else ()), *(_SORTED if careful or call.threads == 1 else ()), *call.args,
+                *(("--", *call.files) if call.files is not None else ()),
+            ]  # fmt: skip
+            too_long = ripgrep.PathTooLong()
             run = ripgrep.RgRun(
                 argv, call.cwd, call.ignore_files, timeout=deadline - time.monotonic(), check=job.check,
-                data_limit=ripgrep.RG_DATA_LIMIT,
+                data_limit=ripgrep.RG_DATA_LIMIT, count_in_stderr=too_long,
             )
             self._collect(job, target, run, recheck, view, done)
-            if threads == 1 or not run.out_of_memory:
+            if not run.out_of_memory:
+                if too_long.first is not None:
+                    job.out.skipped.append(too_long_note(target, too_long.first, run.stderr_hits))
                 break
             if time.monotonic() >= deadline:
                 job.out.stopped = f"the search was stopped after {job.req.timeout:g} seconds"
                 return
-            threads = 1
+            if careful:
+                if not started_careful:
+                    self._probe(job)
+                self._salvage(job, target, call, recheck, view, done, deadline)
+                return
+            careful = True
         _finish(run, job.req, job.out)
 
-    def _listed(self, job: Job, target: Target, view) -> None:
-        """A directory whose rules rg cannot express (a `.geminiignore` that un-ignores): the workspace walk
-        (exact rules, protected names hidden) picks the files and applies `include`; rg searches them,
-        named on its command line (where no ignore rule applies), a batch at a time."""
-        ws, req, out = job.ws, job.req, job.out
-        deadline = time.monotonic() + req.timeout
-        cut = len(target.rel) + 1 if target.rel else 0
-        walked = walk(
-            ws, Location(target.root, target.rel, target.path), req.ignore, report=WalkReport(), cancelled=job.check
-        )
-        files = (entry.rel[cut:] for entry in walked)
-        if req.include:
-            files = filter(NodeMatcher(parse_include(req.include), source=req.include), files)
+    def _probe(self, job: Job) -> None:
+        """Raise the error of a pattern too complex for rg's memory bound: rg compiles it before it reads
+        anything, so it fails alike on an empty input."""
+        run = ripgrep.RgRun(
+            [self.binary, "--json", "--threads", "1", "--no-config", *_pattern_flags(job.req), "--", os.devnull],
+            "/", timeout=10.0, check=job.check, data_limit=ripgrep.RG_DATA_LIMIT,
+        )  # fmt: skip
+        for _ in run.records():
+            pass
+        if run.out_of_memory:
+            raise ToolError(
+                f"Error during search: ripgrep needed more than the {ripgrep.RG_DATA_LIMIT >> 20} MiB of memory a "
+                "search may use to compile the pattern, and was stopped. Long repetitions (such as \\w{1000}) "
+                "need that much: simplify the pattern.",
+                ErrorKind.GREP_EXECUTION_ERROR,
+            )
+
+    def _salvage(
+        self, job: Job, target: Target, call: _RgCall, recheck, view, done: set[str], deadline: float
+    ) -> None:
+        """The rest of a search whose careful pass ran out of memory though the pattern is fine (`_probe`).
+        A directory rg walked: the workspace walk names the files instead (`_listed`), so rg reads no
+        ignore file (one of thousands of glob lines is too much for it). Named files: searched again in
+        halves, down to one file, which is then not searched and named in the answer (a line tens of MB
+        long that rg could not read through a memory map, say, in a file it transcodes from UTF-16)."""
+        if call.files is None:
+            self._listed(job, target, view, careful=True, done=done, deadline=deadline)
+            return
+        files = [name for name in call.files if name[2:] not in done]
+        if not files:
+            return
+        if len(files) == 1:
+            shown = target.display_prefix + files[0][2:] if target.is_dir else target.path
+            job.out.skipped.append(skipped_file_note(shown, ripgrep.RG_DATA_LIMIT))
+            return
+        middle = len(files) // 2
+        for part in (files[:middle], files[middle:]):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                job.out.stopped = f"the search was stopped after {job.req.timeout:g} seconds"
+                return
+            self._run(job, target, replace(call, files=part, timeout=left), recheck, view, done, careful=True)
+            if job.out.stopped:
+                return
+
+    def _listed(
+        self, job: Job, target: Target, view, careful: bool = False, done: set[str] | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        """A directory whose rules rg cannot express (a `.geminiignore` that un-ignores), or whose walk rg
+        could not take (`_salvage`): the workspace walk picks the files (`search_listing.listed_files`),
+        and rg searches them, named on its command line (where no ignore rule applies), a batch at a
+        time. Files in `done` were searched already."""
+        req, out = job.req, job.out
+        deadline = time.monotonic() + req.timeout if deadline is None else deadline
+        done = set() if done is None else done
+        files = (rel for rel in listed_files(job, target) if rel not in done)
         cwd = ripgrep.dir_cwd(target.fd, target.path)
         for batch in _batches(files):
             left = deadline - time.monotonic()
             if left <= 0:
                 out.stopped = f"the search was stopped after {req.timeout:g} seconds"
                 return
-            args = [*_LISTED_FLAGS, *_pattern_flags(req), "--", *batch]
-            self._run(job, target, _RgCall(args, cwd, (), ripgrep.rg_threads(), left), None, view)
+            call = _RgCall([*_LISTED_FLAGS, *_pattern_flags(req)], cwd, (), ripgrep.rg_threads(), left, batch)
+            self._run(job, target, call, None, view, done, careful)
             if out.stopped:
                 return
 
@@ -370,7 +441,13 @@ class RipgrepEngine:
             os.close(fd)
 
 
-_LISTED_FLAGS = ("--no-config", "--no-messages", "--no-ignore", "--hidden")
+_LISTED_FLAGS = ("--no-config", "--no-ignore-messages", "--no-ignore", "--hidden")
+# A careful pass (`RipgrepEngine._run`) has rg read files through memory maps, also when it walks a directory
+# (by default it does only for a few files named on its command line): a mapped file's pages are the page
+# cache's, not counted in its data limit, and a line is searched in place instead of being copied whole into
+# a buffer that grows to hold it. Not the default: for many small files, mapping each costs more than reading
+# it. rg still reads a file it transcodes (UTF-16 with a byte-order mark) into its buffer.
+_CAREFUL = ("--mmap",)
 # On one thread rg reports files in directory order (unsorted); sorted by path, which is nearly the
 # collector's order (it compares whole paths, rg each component), the first files fill the collector and
 # are rarely pushed out, and every file after them only needs its count (no line kept, deferred or
@@ -385,13 +462,21 @@ _DFA_CACHE = "4M"
 @dataclass
 class _RgCall:
     """What one search asks of rg (see `RipgrepEngine._run`): its arguments after `--threads`, where it
-    runs, its ignore files, how many threads to start with, and the seconds it may take."""
+    runs, its ignore files, how many threads to start with, the seconds it may take, and the files it
+    searches (None: it walks its working directory)."""
 
     args: list[str]
     cwd: str
     ignore_files: list[bytes] | tuple[bytes, ...]
     threads: int
     timeout: float
+    files: list[str] | None = None  # the files rg is given by name (each `./` + path, or one absolute path)
+
+
+def _with_messages(flags: list[str]) -> list[str]:
+    """rg's `flags` for a search: rg reports the files and directories it cannot read on standard error
+    (which `_finish` and `ripgrep.PathTooLong` read), but not the lines of an ignore file it cannot parse."""
+    return [flag if flag != "--no-messages" else "--no-ignore-messages" for flag in flags]
 
 
 def _pattern_flags(req: Request) -> list[str]:
@@ -464,20 +549,14 @@ def _batches(files) -> Iterator[list[str]]:
 
 
 def _finish(run: ripgrep.RgRun, req: Request, out: Collector) -> None:
-    """What a finished rg run's exit says: stopped early, out of memory, an invalid regex, or a failure."""
+    """What a finished rg run's exit says: stopped early, an invalid regex, or a failure."""
     if run.stopped:
         out.stopped = run.stopped
         return
-    if run.out_of_memory:
-        raise ToolError(
-            f"Error during search: ripgrep needed more than the {ripgrep.RG_DATA_LIMIT >> 20} MiB of memory a "
-            "search may use, even searching one file at a time, and was stopped. A line tens of MB long or a "
-            "very complex pattern (long repetitions such as \\w{1000}) needs that much: search a narrower "
-            "path, leave such files out with 'include', or simplify the pattern.",
-            ErrorKind.GREP_EXECUTION_ERROR,
-        )
     if run.returncode not in (0, 1):
         message = run.stderr.decode("utf-8", "replace").strip()
+        if message.startswith(("rg: ./", "rg: /")):
+            return  # files or directories it could not read (it names each by its path); the rest stands
         if "regex" in message:
             raise ToolError(
                 f"Invalid regular expression pattern provided: {req.pattern}. Error: {_rg_error(message)} "

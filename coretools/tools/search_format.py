@@ -42,6 +42,8 @@ def format_result(
         "engine": engine,
         "unverified_files": out.unverified_files,
     }
+    if out.skipped:
+        structured["skipped"] = len(out.skipped)
     notes = _notes(out)
     if out.total_matches == 0:
         structured["stopped"] = out.stopped
@@ -72,7 +74,17 @@ def _notes(out: Collector) -> str:
             f" Note: {plural(out.unverified_files, 'file')} changed during the search (or could not be read again "
             "inside the workspace); their unconfirmed matches are left out."
         )
+    if out.skipped:
+        shown = "; ".join(out.skipped[:SKIPPED_SHOWN])
+        more = len(out.skipped) - SKIPPED_SHOWN
+        notes += (
+            f" Note: not everything could be searched within the search's bounds, so the totals are lower bounds: "
+            f"{shown}{f'; and {more} more' if more > 0 else ''}."
+        )
     return notes
+
+
+SKIPPED_SHOWN = 8  # of the notes on what was skipped (each names a path of at most `search_listing.SHOWN_PATH`)
 
 
 def _limits(req: Request, out: Collector, full: bool) -> str:

@@ -147,6 +147,7 @@ class Collector:
         self.stored = 0
         self.stopped: str | None = None
         self.unverified_files = 0  # files rg reported that the gateway's copy did not (wholly) confirm
+        self.skipped: list[str] = []  # what a bound left out of the search, each said as a phrase
         self.pending = 0  # matches seen in the file being read, not committed yet (for progress reports)
 
     def could_keep(self, key: tuple[int, str]) -> bool:

@@ -26,7 +26,7 @@ from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern, Word
 
 MAX_WORDS = 1024
 MAX_CHARS = 1 << 20
-MAX_STEPS = 1 << 18
+MAX_STEPS = 1 << 20
 
 PLAIN, QUOTED, ESCAPED, UNKNOWN = 0, 1, 2, 3  # ESCAPED: quoted by a backslash
 Char = tuple[str, int]  # one character and how bash sees it; an UNKNOWN entry holds its known text, if any
@@ -114,9 +114,8 @@ def ansi_c(body: str) -> str:
                 out.append("\\" + e)
                 continue
             code = int(digits.group(), 16)
-            if e != "x" and code > 0x7F:
-                raise ArgumentRefused(f"`$'{body}'`: what a \\{e} escape beyond ASCII becomes depends on the locale; "
-                                      "write the character itself")  # fmt: skip
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise ArgumentRefused(f"`$'{body}'` holds an escape that is not a character; write it out")
             out.append(chr(code))
             i += len(digits.group())
         elif e == "c" and i < len(body):
@@ -335,12 +334,11 @@ def _tilde(chars: list[Char]) -> list[Char]:
         starts += [i + 1 for i, c in enumerate(plain) if c in "=:" and i >= assignment.end() - 1
                    and plain[i + 1 : i + 2] == "~"]  # fmt: skip
     for start in reversed(starts):
-        ends = "/:" if assignment else "/"
         end = start + 1
-        while end < len(chars) and not (chars[end][1] == PLAIN and chars[end][0] in ends):
+        while end < len(chars) and chars[end][1] == PLAIN and chars[end][0] not in "/:":
             end += 1
         if any(kind != PLAIN for _, kind in chars[start + 1 : end]):
-            continue  # a tilde-prefix with a quoted character is not expanded
+            continue  # a quoted tilde-prefix is not expanded
         chars = [*chars[:start], ("", UNKNOWN), *chars[end:]]
     return chars
 
@@ -352,5 +350,5 @@ def _finish(chars: list[Char]) -> Expanded:
     value = "".join(c for c, _ in chars)
     if not any(kind == PLAIN and c in _GLOB for c, kind in chars):
         return Expanded(value, shape)
-    glob = "".join(f"[{c}]" if kind in (QUOTED, ESCAPED) and c and c in _GLOB + "]\\" else c for c, kind in chars)
+    glob = "".join(f"[{c}]" if kind in (QUOTED, ESCAPED) and c in _GLOB + "]\\" else c for c, kind in chars)
     return Expanded(Pattern(value, glob), shape)
