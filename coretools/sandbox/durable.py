@@ -2,15 +2,19 @@
 
 The common case is an atomic replacement: the new bytes go to a temporary file beside the target, which
 first receives the target's owner, group, mode, extended attributes and ACLs, and is then renamed over it.
-A rename makes a new inode, so where that would change more than the content (the file has other hard
-links, or this user cannot give the new inode the file's owner, group or attributes) the file is rewritten
-in place instead, made crash-safe by a recovery record: the old bytes are first saved to a private file in
-the user's state directory and fsynced, then the file is written, truncated and fsynced, then the record is
-dropped. A record left behind by a crash is applied when a server starts (`recover`), so after a restart a
-reader sees the old content or the new, never a mix.
+A file with other hard links is replaced the same way, so the edit reaches this name only: the other names
+(a backup made with `cp -al`, a package store, a file outside every root) keep the old content. Where this
+user cannot give the new inode the file's owner, group or attributes (and the file has no other name), the
+file is rewritten in place instead, made crash-safe by a recovery record: the old bytes are first saved to a
+private file in the user's state directory and fsynced, then the file is written, truncated and fsynced,
+then the record is dropped. A record left behind by a crash is applied when a server starts (`recover`), so
+after a restart a reader sees the old content or the new, never a mix.
 
 A writer holds an exclusive `flock` on its record while it writes, so a second server starting meanwhile
-leaves a live write alone; the kernel drops the lock when the writer dies, however it dies.
+leaves a live write alone; the kernel drops the lock when the writer dies, however it dies. The temporary
+file of an atomic replacement is claimed the same way (`claim_temp`): a locked note in the state directory
+names it and its inode, so `recover` removes the temporary files of killed writers, and only those.
+Meanwhile no listing shows one (`is_temp_name`).
 
 Also here: the append-only record files the edit journal keeps its segments in, and `fsync_together`, which
 lets the journal's sync and the edit's own fsync share a file-system commit.
@@ -29,6 +33,7 @@ import stat
 import struct
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +42,10 @@ from dataclasses import dataclass
 logger = logging.getLogger("coretools")
 
 RECORD_SUFFIX = ".rec"
+TEMP_SUFFIX = ".coretools.tmp"
+CLAIM_SUFFIX = ".claim"
+_TOKEN_HEX = 8
+UNWRITTEN_CLAIM_AGE = 60.0  # seconds: an empty claim older than this lost its writer before it was written
 _XATTRS = hasattr(os, "listxattr") and sys.platform == "linux"  # names a file as /proc/self/fd/N/name
 
 
@@ -65,19 +74,37 @@ def may_write(parent_fd: int, name: str) -> bool:
         return True  # no faccessat here: the write itself will say
 
 
-def rename_keeps_identity(st: os.stat_result) -> bool:
-    """Whether a renamed-in replacement can be what `st` is: one name, an owner this user can give it."""
-    if st.st_nlink > 1:
-        return False
+def rename_keeps_owner(st: os.stat_result) -> bool:
+    """Whether a renamed-in replacement can have the owner and group of `st`: they are this user's, or this
+    user is root with CAP_CHOWN (containers often drop it; `carry_over` still finds out if this is wrong)."""
     euid = os.geteuid()
-    return euid == 0 or st.st_uid == euid
+    if (st.st_uid, st.st_gid) == (euid, os.getegid()):
+        return True
+    return st.st_uid == euid if euid != 0 else _has_cap_chown()
+
+
+def _has_cap_chown() -> bool:
+    """Whether this thread holds CAP_CHOWN (bit 0 of its effective set); True when it cannot be told."""
+    for status in ("/proc/thread-self/status", "/proc/self/status"):
+        try:
+            with open(status, "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"CapEff:"):
+                        return bool(int(line.split()[1], 16) & 1)
+        except (OSError, ValueError, IndexError):
+            continue
+    return True
 
 
 def carry_over(parent_fd: int, name: str, tmp_fd: int, st: os.stat_result) -> bool:
-    """Give the temporary file `tmp_fd` the group and extended attributes (ACLs included) of `name`.
-    False when something cannot be carried over by this user: the caller then writes in place."""
+    """Give the temporary file `tmp_fd` the owner, group and extended attributes (ACLs included) of `name`.
+    False when something cannot be carried over by this user (root without CAP_CHOWN, as containers often
+    run, cannot give a file away): the caller then writes in place."""
     if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
-        os.fchown(tmp_fd, st.st_uid, st.st_gid)
+        try:
+            os.fchown(tmp_fd, st.st_uid, st.st_gid)
+        except PermissionError:
+            return False
     elif st.st_gid != os.getegid():
         try:
             os.fchown(tmp_fd, -1, st.st_gid)
@@ -154,9 +181,149 @@ def write_in_place(fd: int, data: bytes) -> None:
     os.fsync(fd)
 
 
+def temp_name(name: str) -> str:
+    """A fresh name for the temporary file of a write to `name`, beside it: `.NAME.<random>.coretools.tmp`.
+    The stem is cut by bytes, not characters (200 characters of a multibyte name overflow NAME_MAX)."""
+    stem = os.fsencode(name)[:200].decode("utf-8", "ignore")
+    return f".{stem}.{secrets.token_hex(_TOKEN_HEX // 2)}{TEMP_SUFFIX}"
+
+
+def is_temp_name(name: str) -> bool:
+    """Is `name` (one path component) spelled as the temporary file of an edit (`temp_name`)? Every listing
+    leaves such files out: while an edit writes one it is not yet the user's file, and one a killed server
+    left is removed by the next start (`recover`)."""
+    if not (name.endswith(TEMP_SUFFIX) and name[:1] == "."):
+        return False
+    token = name[-len(TEMP_SUFFIX) - _TOKEN_HEX - 1 : -len(TEMP_SUFFIX)]
+    return len(name) > len(TEMP_SUFFIX) + _TOKEN_HEX + 2 and token[:1] == "." and all(
+        c in "0123456789abcdef" for c in token[1:]
+    )
+
+
+@dataclass
+class Claim:
+    """A writer's locked note naming its temporary file (see `claim_temp`)."""
+
+    fd: int
+    path: str
+
+    def drop(self) -> None:
+        """The temporary file is gone (renamed into place or removed): so is the note."""
+        try:
+            _unlink_quietly(self.path)
+        finally:
+            os.close(self.fd)
+
+
+def claim_temp(path: str, st: os.stat_result) -> Claim | None:
+    """Note, in the state directory, that this process is writing the temporary file at `path` (absolute)
+    with the identity of `st`, and hold the note's `flock` until `Claim.drop`. A note whose lock is free was
+    left by a writer that died: `recover` removes the file it names, if it is still that inode. Not fsynced:
+    it guards against a killed process, whose writes the kernel keeps. None when the state directory cannot
+    hold it (the write goes ahead; a kill would leave the temporary file, still hidden from listings)."""
+    try:
+        folder = private_dir("pending")
+        note = os.path.join(folder, secrets.token_hex(8) + CLAIM_SUFFIX)
+        fd = os.open(note, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        logger.debug("cannot note the temporary file %s (%s)", path, exc)
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _write_all(fd, json.dumps({"path": path, "dev": st.st_dev, "ino": st.st_ino}).encode("utf-8", "surrogateescape"))
+    except OSError:
+        Claim(fd, note).drop()
+        return None
+    return Claim(fd, note)
+
+
+def sweep_temps() -> list[str]:
+    """Remove the temporary files of writers that died (their claims' locks are free) and return their
+    paths. A file is removed only if it is still the very inode claimed and named as a temporary file."""
+    folder = os.path.join(state_dir(), "pending")
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        if not name.endswith(CLAIM_SUFFIX):
+            continue
+        note = os.path.join(folder, name)
+        try:
+            fd = os.open(note, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue  # a live writer's
+        claim = Claim(fd, note)
+        try:
+            raw = _read_all(fd, 4096, 0, 1 << 16)
+            if not raw and os.fstat(fd).st_mtime > time.time() - UNWRITTEN_CLAIM_AGE:
+                os.close(fd)  # just created, its writer about to lock it
+                continue
+            if _remove_claimed(raw):
+                removed.append(json.loads(raw)["path"])
+        except OSError:
+            pass
+        claim.drop()
+    if removed:
+        logger.warning("removed %d temporary file(s) left by interrupted writes: %s", len(removed), ", ".join(removed))
+    return removed
+
+
+def _remove_claimed(raw: bytes) -> bool:
+    try:
+        note = json.loads(raw)
+        path, dev, ino = note["path"], note["dev"], note["ino"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    if not isinstance(path, str) or not is_temp_name(os.path.basename(path)):
+        return False
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (dev, ino):
+        return False
+    os.unlink(path)
+    return True
+
+
+def sweep_locks(folder: str) -> int:
+    """Remove the lock files in `folder` that no live process holds (see `locks`); returns how many."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    removed = 0
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if same_file(fd, path) is not None:
+                os.unlink(path)  # while holding it: a waiter then finds its path gone and starts again
+                removed += 1
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
 def recover() -> list[str]:
     """Apply every record left by an interrupted in-place write (old content back); return the paths
-    restored. Records of writes still in progress (locked by a live writer) are left alone."""
+    restored. Records of writes still in progress (locked by a live writer) are left alone. The temporary
+    files and lock files of killed writers go too."""
+    sweep_temps()
+    sweep_locks(os.path.join(state_dir(), "locks"))
     folder = os.path.join(state_dir(), "recovery")
     try:
         names = sorted(os.listdir(folder))

@@ -29,7 +29,7 @@ from coretools.errors import (
     ProtectedPath,
     ToolError,
 )
-from coretools.sandbox import hints, kernel, scratch
+from coretools.sandbox import durable, hints, kernel, scratch
 from coretools.sandbox.ignore import (
     GEMINIIGNORE,
     GIT_INFO_EXCLUDE,
@@ -467,7 +467,8 @@ class Workspace(Writes):
             node.close()
 
     def list_dir(self, loc: Location) -> tuple[Node, list[DirEntry]]:
-        """Entries of a directory, symlinks not followed (their kind is "symlink")."""
+        """Entries of a directory, symlinks not followed (their kind is "symlink"); never an edit's temporary
+        file (`durable.is_temp_name`)."""
         with self.iter_dir(loc) as (node, entries):
             return node, list(entries)
 
@@ -476,7 +477,7 @@ class Workspace(Writes):
         """`list_dir` one entry at a time, as the kernel reads them (in no order): for a directory of any size,
         since nothing stays of an entry the caller does not keep."""
         with self.open_dir(loc) as (node, fd), os.scandir(fd) as found:
-            yield node, (dir_entry(item, node.rel) for item in found)
+            yield node, (dir_entry(item, node.rel) for item in found if not durable.is_temp_name(item.name))
 
     def ignore_rules(self, root: int, options: IgnoreOptions) -> IgnoreRules:
         return IgnoreRules(lambda rel: self._ignore_spec(root, rel), options)

@@ -82,6 +82,7 @@ class Entry:
     after_size: int
     kept: bool  # False: the previous content was larger than the journal's size bound and was not kept
     undoes: int | None = None  # for an undo: the edit it reverted
+    other_names: int = 0  # hard links besides `path`: the edit replaced this name only; they kept `before`
 
     @property
     def created(self) -> bool:
@@ -400,7 +401,7 @@ class Journal:
         kept = before.sha is None or (before.data is not None and before.size <= self.settings.max_bytes)
         entry = Entry(
             state.top + 1, time.time(), tool, path, before.sha, before.size, digest(after),
-            0 if after is None else len(after), kept, undoes,
+            0 if after is None else len(after), kept, undoes, before.st.st_nlink - 1 if before.st and before.sha else 0,
         )
         blob = (before.data or b"") if before.sha is not None and kept else b""
         return entry, self._append(state, {**vars(entry), "floor": self._floor(state, entry)}, blob)

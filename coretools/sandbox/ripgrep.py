@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from coretools.sandbox.durable import is_temp_name
 from coretools.sandbox.ignore import (
     DEFAULT_EXCLUDES,
     GEMINIIGNORE,
@@ -238,6 +239,8 @@ class Recheck:
         head, _, name = rel.rpartition("/")
         if name[:1] != "." and self._plain.get(head):
             return True  # the common case, decided once per directory
+        if is_temp_name(name):
+            return False  # an edit's temporary file, never shown (not counted as ignored)
         seen = self._dirs.get(head)
         if not (seen if seen is not None else self._dir_visible(head)):
             return False

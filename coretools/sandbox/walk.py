@@ -37,7 +37,7 @@ import anyio
 import anyio.from_thread
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox import kernel, ripgrep
+from coretools.sandbox import durable, kernel, ripgrep
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.glob_run import GlobRun
 from coretools.sandbox.ignore import IgnoreOptions, IgnoreRules
@@ -122,8 +122,8 @@ def walk(
                         if entry.kind == "symlink":
                             report.symlinks_skipped += 1
                             continue
-                        if entry.kind not in ("dir", "file"):
-                            continue
+                        if entry.kind not in ("dir", "file") or durable.is_temp_name(entry.name):
+                            continue  # an edit's temporary file is never shown, nor counted as ignored
                         is_dir = entry.kind == "dir"
                         if hidden(ws, rules, entry.name, entry.rel, is_dir):
                             report.ignored += 1

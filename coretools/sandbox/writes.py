@@ -1,11 +1,11 @@
-"""Writes through the gateway: contained parent directories, atomic replacement, in-place writes where a
-rename would change more than the content (see `durable`), and the per-file edit lock."""
+"""Writes through the gateway: contained parent directories, atomic replacement (also of a file with other
+hard links, which keep their content), in-place writes where a rename would change more than the content
+(see `durable`), and the per-file edit lock (see `locks`)."""
 
 from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,15 +19,17 @@ from coretools.errors import (
     ToolError,
 )
 from coretools.sandbox import durable, kernel
-from coretools.sandbox.locks import _EDIT_LOCKS, EditLock
+from coretools.sandbox.locks import _EDIT_LOCKS, EditLock, identity_key
 from coretools.sandbox.paths import Location, WriteOutcome, kind_name, protected_reason
 
 
 @dataclass
 class Written(WriteOutcome):
-    """What `write_atomic` did, and the file's stat once written (to remember it without opening it again)."""
+    """What `write_atomic` did, and the file's stat once written (to remember it without opening it again).
+    `other_names`: the hard links the file had besides this name; they keep the old content."""
 
     st: os.stat_result | None = None
+    other_names: int = 0
 
 
 class Writes:
@@ -120,7 +122,9 @@ class Writes:
     ) -> Written:
         """Replace (or create) a file atomically: temp file beside it, fsync, rename over it.
 
-        A reader sees the old content or the new, never a mix; a crash leaves at most a stray temp file.
+        A reader sees the old content or the new, never a mix; a crash leaves at most a temp file, which
+        no listing shows and the next start removes. A file with other hard links is replaced too: only
+        this name gets the new content (never written through to a name that may lie outside every root).
         A symlink at the target is followed only if it resolves inside a root; the real file is replaced.
         `expect` (the stat of the file as it was read) refuses the write if the file was replaced or changed
         on disk since; `must_not_exist` never replaces a file that appears meanwhile (hard-link, not rename).
@@ -175,7 +179,8 @@ class Writes:
                     ErrorKind.PERMISSION_DENIED,
                 )
             target = os.path.join(self.roots[root].path, rel)
-            if st is not None and not durable.rename_keeps_identity(st):
+            if st is not None and not durable.rename_keeps_owner(st):
+                _refuse_linked(st, shown)
                 now = self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect, sync_with)
             else:
                 now = self._replace(
@@ -183,7 +188,8 @@ class Writes:
                     sync_with=sync_with,
                 )
             previous = stat.S_IMODE(st.st_mode) if st else None
-            return Written(shown, created=st is None, previous_mode=previous, st=now)
+            other = st.st_nlink - 1 if st is not None else 0
+            return Written(shown, created=st is None, previous_mode=previous, st=now, other_names=other)
         finally:
             if parent_fd >= 0:
                 os.close(parent_fd)
@@ -202,14 +208,13 @@ class Writes:
         expect: os.stat_result | None = None,
         sync_with: Callable[[], None] | None = None,
     ) -> os.stat_result | None:
-        """Returns the stat of the file written (None when it could not be told)."""
-        # The temp name is cut by bytes, not characters (200 characters of a multibyte name overflowed
-        # NAME_MAX: "Path is too long"). O_EXCL|O_NOFOLLOW never opens a planted file or symlink; a name
-        # already taken, by chance or by a plant, just means another random suffix.
-        stem = os.fsencode(name)[:200].decode("utf-8", "ignore")
+        """Returns the stat of the file written (None when it could not be told). The temp file is claimed
+        (`durable.claim_temp`) while it exists, so a kill leaves nothing the next start cannot remove."""
+        # O_EXCL|O_NOFOLLOW never opens a planted file or symlink; a name already taken, by chance or by a
+        # plant, just means another random suffix.
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | kernel.O_NOFOLLOW | kernel.O_CLOEXEC
         for attempt in range(16):
-            tmp = f".{stem}.{secrets.token_hex(4)}.coretools.tmp"
+            tmp = durable.temp_name(name)
             try:
                 fd = os.open(tmp, flags, 0o666 if perm is None else 0o600, dir_fd=parent_fd)
                 break
@@ -218,9 +223,10 @@ class Writes:
                     raise self._os_error(exc, shown) from None
             except OSError as exc:
                 raise self._os_error(exc, shown) from None
-        written = None
+        written = claim = None
         try:
             try:
+                claim = durable.claim_temp(os.path.join(os.path.dirname(target), tmp), os.fstat(fd))
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
@@ -244,6 +250,7 @@ class Writes:
                 os.close(fd)
             if not carried:
                 os.unlink(tmp, dir_fd=parent_fd)
+                _refuse_linked(old, shown)  # type: ignore[arg-type]
                 return self._write_in_place(
                     parent_fd, name, data, perm, old, shown, target, expect, sync_with  # type: ignore[arg-type]
                 )
@@ -255,6 +262,9 @@ class Writes:
             if isinstance(exc, OSError):
                 raise self._os_error(exc, shown) from None
             raise
+        finally:
+            if claim is not None:
+                claim.drop()
         _fsync_dir(parent_fd)
         return written
 
@@ -270,8 +280,9 @@ class Writes:
         expect: os.stat_result | None,
         sync_with: Callable[[], None] | None = None,
     ) -> os.stat_result:
-        """Rewrite the file itself (same inode: its links, owner and attributes stay), crash-safe through a
-        recovery record of its old bytes (see `durable`). Returns its stat once written."""
+        """Rewrite the file itself (same inode: its owner and attributes stay), crash-safe through a recovery
+        record of its old bytes (see `durable`). Never a file with other names (a link made meanwhile is
+        refused). Returns its stat once written."""
         try:
             fd = os.open(name, os.O_RDWR | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_CLOEXEC, dir_fd=parent_fd)
         except OSError as exc:
@@ -279,6 +290,7 @@ class Writes:
         try:
             st = os.fstat(fd)
             _check_unchanged(st, expect if expect is not None else old, shown)
+            _refuse_linked(st, shown)
             if sync_with is not None:
                 sync_with()
             record = durable.save_old(target, fd, st)
@@ -349,9 +361,20 @@ class Writes:
         return os.path.join(self.roots[root].path, rel)
 
     def lock_edit(self, loc: Location, *, cancelled: Callable[[], object] | None = None) -> EditLock:
-        """Take the process-wide lock of the file `loc` names (blocking; `cancelled` is called while waiting
-        and may raise to give up). Read-modify-write under it; release with `.release()`."""
-        return _EDIT_LOCKS.acquire(self.edit_key(loc), cancelled)
+        """Take the lock of the file `loc` names, in this process and in every server sharing the state
+        directory (blocking; `cancelled` is called while waiting and may raise to give up). Read-modify-write
+        under it; release with `.release()`."""
+        key = self.edit_key(loc)
+        return _EDIT_LOCKS.acquire(key, cancelled, identity=lambda: identity_key(self._edit_stat(loc), key))
+
+    def _edit_stat(self, loc: Location) -> os.stat_result | None:
+        """The stat of the file `loc` names, following a contained symlink as `write_atomic` does; None when
+        there is none to stat (missing, or a link the write will refuse)."""
+        try:
+            with self.open_node(loc) as node:
+                return node.st
+        except PathError:
+            return None
 
 def _check_unchanged(st: os.stat_result | None, expect: os.stat_result, shown: str) -> None:
     same = st is not None and (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
@@ -375,6 +398,18 @@ def _link_no_replace(parent_fd: int, tmp: str, name: str, shown: str) -> None:
         os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)  # no hard links here
         return
     os.unlink(tmp, dir_fd=parent_fd)
+
+def _refuse_linked(st: os.stat_result, shown: str) -> None:
+    """Refuse to write in place a file with other names: the write would reach them all."""
+    if st.st_nlink > 1:
+        raise PathError(
+            f"Cannot edit {shown}: it has {st.st_nlink - 1} other name(s) (hard links), which an edit must leave "
+            f"as they are, so it would be replaced by a new file; but the user the server runs as (uid "
+            f"{os.geteuid()}) cannot give a new file this one's owner, group or attributes. Nothing was written. "
+            "Ask the user to give this name a copy of its own (as the file's owner: cp -p NAME NAME.copy && mv "
+            "NAME.copy NAME), or write elsewhere.",
+            ErrorKind.PERMISSION_DENIED,
+        )
 
 def _dangling_link(shown: str) -> ToolError:
     return ToolError(

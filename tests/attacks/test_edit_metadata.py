@@ -1,9 +1,11 @@
 """An edit changes the content and nothing else: not a file the server's user may not write, not the
-owner, group, mode, extended attributes or ACLs, not the other names of a hard-linked file; and a kill -9
-in the middle of an in-place write leaves the old content or the new once a server has started again.
+owner, group, mode, extended attributes or ACLs; and a kill -9 in the middle of an in-place write leaves the
+old content or the new once a server has started again. (The other names of a hard-linked file:
+`test_edit_links.py`.)
 
-The server runs for real: as root in-process through the tool layer, and as another user (uid 65534) as a
-`coretools-mcp call` subprocess under `setpriv`, on real files on the real file system.
+The server runs for real: as root in-process through the tool layer, and as another user (uid 65534) or as
+root without CAP_CHOWN (which writes a file it cannot give away in place) as a subprocess under `setpriv`,
+on real files on the real file system.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from support import REPO, call_tool, text_of
 pytestmark = pytest.mark.anyio
 
 NOBODY = 65534
+FOREIGN = 12345
 SETPRIV = shutil.which("setpriv")
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create files owned by others")
 needs_setpriv = pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0, reason="needs root and setpriv")
@@ -73,6 +76,18 @@ def call_as_nobody(root: Path, tool: str, args: dict) -> subprocess.CompletedPro
     argv = [SETPRIV, "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups", sys.executable, "-m",
             "coretools", "call", "--root", str(root), tool, json.dumps(args)]  # fmt: skip
     return subprocess.run(argv, capture_output=True, text=True, env=env, cwd="/", timeout=60)
+
+
+def no_chown() -> list[str]:
+    """The prefix that runs a command as root without CAP_CHOWN, as containers often run."""
+    return [SETPRIV, "--bounding-set", "-chown", "--inh-caps", "-chown"]
+
+
+def foreign(path: Path, data: bytes) -> None:
+    """A world-writable file of another user: root without CAP_CHOWN edits it in place."""
+    path.write_bytes(data)
+    os.chown(path, FOREIGN, FOREIGN)
+    os.chmod(path, 0o666)
 
 
 def replace_args(path: Path) -> dict:
@@ -151,26 +166,19 @@ async def test_owner_group_mode_xattrs_and_acl_survive(root: Path, tool: str) ->
     assert os.getxattr(target, "system.posix_acl_access") == acl_blob(1002)
 
 
-@pytest.mark.parametrize("tool", ["write_file", "replace"])
-async def test_hard_links_keep_sharing_the_new_content(root: Path, tool: str) -> None:
-    target = root / "linked.txt"
-    target.write_text("old content\n")
-    other = root / "other-name.txt"
-    os.link(target, other)
-    args = {"file_path": str(target), "content": "new content\n"} if tool == "write_file" else replace_args(target)
-    result = await call_tool(root, tool, args)
-    assert not result.is_error, text_of(result)
-    assert other.read_text() == target.read_text() == "new content\n"
-    assert os.stat(other).st_ino == os.stat(target).st_ino and os.stat(target).st_nlink == 2
-
-
-async def test_in_place_write_that_shrinks_leaves_no_tail(root: Path) -> None:
-    target = root / "linked.txt"
-    target.write_text("old " * 1000 + "\n")
-    os.link(target, root / "twin.txt")
-    result = await call_tool(root, "write_file", {"file_path": str(target), "content": "short\n"})
-    assert not result.is_error, text_of(result)
-    assert (root / "twin.txt").read_bytes() == b"short\n"
+@needs_setpriv
+def test_in_place_write_that_shrinks_leaves_no_tail(root: Path, state_dir: Path) -> None:
+    target = root / "foreign.txt"
+    foreign(target, b"old " * 1000 + b"\n")
+    before = os.stat(target)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CORETOOLS_STATE_DIR": str(state_dir)}
+    argv = [*no_chown(), sys.executable, "-m", "coretools", "call", "--root", str(root), "write_file",
+            json.dumps({"file_path": str(target), "content": "short\n"})]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = os.stat(target)
+    assert target.read_bytes() == b"short\n"
+    assert (after.st_ino, after.st_uid, after.st_gid) == (before.st_ino, FOREIGN, FOREIGN)
 
 
 # -- kill -9 during an in-place write -------------------------------------------------------------------
@@ -195,6 +203,8 @@ WRITER = textwrap.dedent(
         return real_write(fd, data)
 
     os.write = slow_write
+    from coretools.sandbox import durable
+    assert not durable.rename_keeps_owner(os.stat(target)), "this writer must write in place"
     from coretools.sandbox.gateway import Workspace
     ws = Workspace([os.path.dirname(target)])
     ws.write_atomic(ws.locate(os.path.basename(target)), b"N" * 200_000)
@@ -202,17 +212,17 @@ WRITER = textwrap.dedent(
 )
 
 
+@needs_setpriv
 @pytest.mark.parametrize("stage", ["record", "target"])
 def test_kill_during_in_place_write_then_restart(root: Path, tmp_path: Path, state_dir: Path, stage: str) -> None:
     """Killed while saving the old bytes, or while writing the file: after a server starts, the file holds
     the old content (the record is applied or found incomplete), never a mix."""
-    target = root / "linked.txt"
+    target = root / "foreign.txt"
     old = b"O" * 150_000
-    target.write_bytes(old)
-    os.link(target, root / "twin.txt")
+    foreign(target, old)
     marker = tmp_path / "paused"
     env = {**os.environ, "PYTHONPATH": str(REPO), "CORETOOLS_STATE_DIR": str(state_dir)}
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target), str(marker), stage], env=env)
+    proc = subprocess.Popen([*no_chown(), sys.executable, "-c", WRITER, str(target), str(marker), stage], env=env)
     try:
         deadline = time.monotonic() + 30
         while not marker.exists():
@@ -227,7 +237,7 @@ def test_kill_during_in_place_write_then_restart(root: Path, tmp_path: Path, sta
     if stage == "target":
         assert target.read_bytes() not in (old, b"N" * 200_000), "the kill did not land mid-write"
     done = subprocess.run([sys.executable, "-m", "coretools", "call", "--root", str(root), "read_file",
-                           json.dumps({"absolute_path": str(root / "twin.txt")})],  # fmt: skip
+                           json.dumps({"absolute_path": str(target)})],  # fmt: skip
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert target.read_bytes() == old
@@ -236,15 +246,16 @@ def test_kill_during_in_place_write_then_restart(root: Path, tmp_path: Path, sta
         assert "restored" in done.stderr.lower(), done.stderr
 
 
+@needs_setpriv
 def test_a_live_writers_record_is_left_alone(root: Path, tmp_path: Path, state_dir: Path) -> None:
     """Two servers share the state directory: one starting up never restores the record of a write that
     another is still making."""
-    target = root / "linked.txt"
-    target.write_bytes(b"O" * 150_000)
-    os.link(target, root / "twin.txt")
+    target = root / "foreign.txt"
+    foreign(target, b"O" * 150_000)
     marker = tmp_path / "paused"
     env = {**os.environ, "PYTHONPATH": str(REPO), "CORETOOLS_STATE_DIR": str(state_dir)}
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target), str(marker), "target"], env=env)
+    proc = subprocess.Popen([*no_chown(), sys.executable, "-c", WRITER, str(target), str(marker), "target"],
+                            env=env)  # fmt: skip
     try:
         deadline = time.monotonic() + 30
         while not marker.exists():
@@ -261,12 +272,12 @@ def test_a_live_writers_record_is_left_alone(root: Path, tmp_path: Path, state_d
         proc.wait(10)
 
 
+@needs_setpriv
 def test_in_place_write_that_fails_half_way_puts_the_old_content_back(root: Path, state_dir: Path) -> None:
     """A write cut short by the file-size limit (EFBIG after part of the new bytes landed): the old bytes are
     put back at once, the caller gets the error, and no record is left."""
-    target = root / "linked.txt"
-    target.write_bytes(b"O" * 50_000)
-    os.link(target, root / "twin.txt")
+    target = root / "foreign.txt"
+    foreign(target, b"O" * 50_000)
     script = textwrap.dedent(
         """
         import os, resource, signal, sys
@@ -282,8 +293,8 @@ def test_in_place_write_that_fails_half_way_puts_the_old_content_back(root: Path
         """
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "CORETOOLS_STATE_DIR": str(state_dir)}
-    done = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, env=env,
-                          timeout=60)  # fmt: skip
+    done = subprocess.run([*no_chown(), sys.executable, "-c", script, str(target)], capture_output=True, text=True,
+                          env=env, timeout=60)  # fmt: skip
     assert "File too large" in done.stdout, done.stdout + done.stderr
     assert target.read_bytes() == b"O" * 50_000
     assert not list(state_dir.glob("recovery/*"))

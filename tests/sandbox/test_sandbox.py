@@ -568,7 +568,7 @@ def test_write_ignores_a_planted_temp_file(scene: Scene, ws: Workspace, monkeypa
     """The temp file name is predicted and a link to the decoy planted there: O_EXCL|O_NOFOLLOW refuses it
     and another name is drawn."""
     suffixes = iter(["deadbeef", "cafef00d"])
-    monkeypatch.setattr(writes_mod.secrets, "token_hex", lambda n: next(suffixes))
+    monkeypatch.setattr(writes_mod.durable, "temp_name", lambda name: f".{name}.{next(suffixes)}.coretools.tmp")
     plant = scene.root / "sub" / ".victim.txt.deadbeef.coretools.tmp"
     plant.symlink_to(scene.decoy / "secret.txt")
     ws.write_atomic(ws.locate("sub/victim.txt"), b"NEW\n")
@@ -626,20 +626,21 @@ def test_write_refuses_protected_real_paths(scene: Scene, ws: Workspace) -> None
     assert (scene.root / ".env").read_text() == "ENV SECRET\n"
 
 
-def test_hard_link_is_inside_by_definition_and_writes_keep_it(scene: Scene, ws: Workspace) -> None:
+def test_hard_link_is_inside_by_definition_and_writes_never_reach_its_other_names(scene: Scene, ws: Workspace) -> None:
     """B11: the kernel cannot tell a hard link from any other name of a file, so `hard` (linked to an
-    outside file by someone with access to both) reads as a file of the root. A write changes the content
-    and nothing else, so it is made in place and every name of the file sees it, the outside one too: the
-    README's rule (don't serve a tree where someone untrusted can make hard links) is what stands here."""
+    outside file by someone with access to both) reads as a file of the root. A write replaces this name
+    with a new file: the outside name keeps its content (see tests/attacks/test_edit_links.py)."""
     _, data = ws.read_bytes(ws.locate("hard"))
     assert data == b"HARDLINKED CONTENT\n"
     inode = os.stat(scene.outside / "hard-source.txt").st_ino
-    ws.write_atomic(ws.locate("hard"), b"NEW\n")
+    written = ws.write_atomic(ws.locate("hard"), b"NEW\n")
+    assert written.other_names == 1
     assert (scene.root / "hard").read_bytes() == b"NEW\n"
-    assert os.stat(scene.root / "hard").st_nlink == 2 and os.stat(scene.root / "hard").st_ino == inode
-    assert (scene.outside / "hard-source.txt").read_bytes() == b"NEW\n"
-    # The one expected change outside the root, undone so the scene's invariant checks everything else.
-    (scene.outside / "hard-source.txt").write_bytes(b"HARDLINKED CONTENT\n")
+    assert os.stat(scene.root / "hard").st_nlink == 1 and os.stat(scene.root / "hard").st_ino != inode
+    assert (scene.outside / "hard-source.txt").read_bytes() == b"HARDLINKED CONTENT\n"
+    # The scene is shared: `hard` becomes a link to the outside file again.
+    os.unlink(scene.root / "hard")
+    os.link(scene.outside / "hard-source.txt", scene.root / "hard")
 
 
 def test_write_drops_set_id_bits(scene: Scene, ws: Workspace) -> None:

@@ -15,6 +15,7 @@ from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.locks import EditLock
 from coretools.sandbox.paths import Location, WriteOutcome
 from coretools.sandbox.views import FileViews
+from coretools.sandbox.writes import Written
 from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
 from coretools.tools.textedit import freshness
 from coretools.tools.textedit.diff import compact_diff, numbered, refined, unified_diff
@@ -197,9 +198,12 @@ class EditTool(Tool):
         self, ws: Workspace, loc: Location, plan: Plan, views: FileViews | None, lock: EditLock
     ) -> WriteOutcome:
         """Write the plan and record what the session now knows of the file, then let go of the lock and
-        judge the new text's syntax (`plan.syntax`)."""
+        judge the new text's syntax (`plan.syntax`). A file with other hard links got a new file under this
+        name only; the answer says so."""
         try:
             outcome = apply(ws, plan)
+            if isinstance(outcome, Written) and outcome.other_names:
+                plan.notes.append(other_names_note(outcome.other_names))
             if views is not None:
                 freshness.remember(ws, loc, views, plan.data, outcome)
         finally:
@@ -254,6 +258,15 @@ def apply(ws: Workspace, plan: Plan) -> WriteOutcome:
         )
     return journal.journaled(
         ws, plan.loc, plan.data, plan.tool, settings, write, key=plan.key or None, before=before
+    )
+
+
+def other_names_note(count: int) -> str:
+    """What the answer says of a hard-linked file the edit replaced under its own name only."""
+    names = "1 other name (a hard link)" if count == 1 else f"{count} other names (hard links)"
+    return (
+        f"The file had {names}; only this name has the new content, the other names keep the old content (an "
+        "edit never writes through a hard link)."
     )
 
 
