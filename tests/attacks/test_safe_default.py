@@ -179,6 +179,25 @@ async def test_outside_the_roots_is_not_writable(sandboxed: HttpServer, scene: S
         (scene.evil / "secret.txt").write_text("DECOY SECRET\n")
 
 
+async def test_links_in_the_root_do_not_reach_outside(sandboxed: HttpServer, scene: Scene) -> None:
+    """A symbolic link in the root to the sibling, and a hard link in the root to a file of the sibling
+    (same file system), give no write access to it: the sandbox judges the file, not the name."""
+    before = snapshot(scene.evil)
+    name = unique("link")
+    try:
+        s = await shell(sandboxed, f"ln -s ../root-evil {name}-sym; echo pwned > {name}-sym/{name}; "
+                                   f"ln ../root-evil/secret.txt {name}-hard && echo pwned >> {name}-hard; "
+                                   f"echo done")  # fmt: skip
+        assert s["stdout"].strip() == "done", s
+        assert snapshot(scene.evil) == before, s
+    finally:
+        for extra in set(os.listdir(scene.evil)) - {"secret.txt"}:
+            (scene.evil / extra).unlink()
+        (scene.evil / "secret.txt").write_text("DECOY SECRET\n")
+        for link in scene.root.glob(f"{name}-*"):
+            link.unlink()
+
+
 async def test_the_root_and_the_temporary_directory_are_writable(sandboxed: HttpServer, scene: Scene) -> None:
     """What a build needs still works: the root and the command's temporary directory are writable."""
     name = unique("inside")

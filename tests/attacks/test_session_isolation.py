@@ -119,7 +119,8 @@ def leave_traces(a: Session, *, stateless: bool = False) -> Left:
     s = a.shell(f'd="${{TMPDIR:-/tmp}}"; echo {left.temp_marker} > "$d/{left.name}" && echo "$d"')
     assert s["exit_code"] == 0, s
     left.temp_dir = s["stdout"].strip()
-    bg = a.shell(f"echo {left.log_marker}; exec sleep 60", is_background=True, delay_ms=500)
+    bg = a.shell(f'cd "${{TMPDIR:-/tmp}}" && echo {left.log_marker} && exec sleep 60', is_background=True,
+                 delay_ms=500)  # fmt: skip
     if stateless and "refused" in bg:
         left.log_path = None
     else:
@@ -221,6 +222,16 @@ def test_b_cannot_read_a_saved_output_with_a_command(stateful: Stage) -> None:
     assert left.saved_marker not in read["stdout"], read
     listing = b.probe(f"ls -a {os.path.dirname(left.saved_path)}")
     assert os.path.basename(left.saved_path) not in listing["stdout"], listing
+
+
+@sandboxed_only
+def test_b_cannot_reach_a_files_through_a_process(stateful: Stage) -> None:
+    """A's background command runs in A's temporary directory: B cannot go through its `/proc/PID/cwd` or
+    `/proc/PID/root` (nor see the process at all, in a PID namespace)."""
+    b, left = stateful.session(), stateful.left
+    paths = f"$p/cwd/{left.name} $p/root{left.temp_dir}/{left.name}"
+    read = b.probe(f"for p in /proc/[0-9]*; do cat {paths}; done 2>/dev/null")
+    assert left.temp_marker not in read["stdout"], read
 
 
 def test_b_cannot_read_a_background_log_with_read_file(stateful: Stage) -> None:
