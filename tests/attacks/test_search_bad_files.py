@@ -94,7 +94,8 @@ async def test_a_gitignore_too_large_to_apply_is_named_and_the_rest_searched(tmp
 
 async def test_a_gitignore_rg_cannot_compile_is_still_applied(tmp_path: Path) -> None:
     """Glob lines within the size an ignore file may have, but more than rg compiles within its bound: the
-    workspace walk picks the files instead, with the same rules, so what they hide stays hidden."""
+    workspace walk picks the files instead, with the same rules, so what they hide stays hidden. That walk
+    is bounded in depth, and says where it stopped."""
     root = good_tree(tmp_path)
     sub = root / "vendor"
     (sub / "pattern7").mkdir(parents=True)
@@ -103,10 +104,15 @@ async def test_a_gitignore_rg_cannot_compile_is_still_applied(tmp_path: Path) ->
     (sub / ".gitignore").write_text(lines)
     (sub / "pattern7" / "hidden.tmp").write_text("hello, but ignored\n")
     (sub / "pattern7" / "shown.txt").write_text("hello, not ignored\n")
+    deep = sub.joinpath("deep", *["d"] * 70)  # below the .gitignore: rg stops before it
+    deep.mkdir(parents=True)
+    (deep / "leaf.txt").write_text("hello from below the bound\n")
     is_error, text = await search(root, {"pattern": "hello"})
     assert not is_error, text[:2000]
-    assert text.startswith('Found 2 matches in 2 files for pattern "hello" in the workspace directory:\n'), text[:2000]
+    head = text.partition("\n")[0]
+    assert head.startswith('Found 2 matches in 2 files for pattern "hello" in the workspace directory:'), head
     assert "File: vendor/pattern7/shown.txt" in text and "hidden.tmp" not in text
+    assert f"the walk did not descend below depth 64 (first at vendor/deep{'/d' * 62})" in head, head
 
 
 async def test_a_tree_too_deep_to_name_says_where_it_was_cut(tmp_path: Path) -> None:
