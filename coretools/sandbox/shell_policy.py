@@ -21,8 +21,10 @@ refused, and the message names the part: command and process substitution, arith
 references can run command substitutions), `[[ ]]`, `eval`, parameter expansions other than `$NAME` and
 `${NAME}`, variable assignments (PATH, LD_PRELOAD...), redirections other than to /dev/null or between
 descriptors, command names that are not literal words, `$_` (its value is the previous command's last
-argument, so the model sets it), and arguments naming a path inside a `.git` directory (literally, or
-with expansions around a literal `.git`). Programs that can run programs are checked against the argument
+argument, so the model sets it), and arguments naming a protected path (`.git` and what is in it, secret
+env files: literally, or with expansions around the literal part). Every word is judged as bash will pass
+it (`exec_policy/expansion.py`): `.{g..g}it`, `{-c,x}` and `$'\x2egit'` are what they expand to, never
+their spelling, and a word that brace-expands into too many words is refused. Programs that can run programs are checked against the argument
 table in `exec_policy` (git, sed, awk, find, env, xargs and the other launchers, tar, ...), and an
 allowlisted command runs in the hardened environment of `coretools/sandbox/hardened_env.py`. With only a
 denylist, substitutions and `eval` strings are looked into rather than refused, but anything that hides

@@ -6,14 +6,24 @@ something the policy cannot account for. An entry raises `ArgumentRefused` with 
 refused part, or returns the commands the program would launch (for `env`, `xargs`, `nice`, `find -exec`
 under a denylist...), which the caller checks in turn.
 
+The words an entry sees are the ones bash will pass (`expansion.py`: brace, tilde and `$'…'` expansion
+done, globs kept as `Pattern`, what bash computes at run time None), and every entry reads its options with
+the one parser (`getopt.py`), the way the program does: clusters (`-0a FILE`), attached or separate values,
+`--long=value`, unique prefixes (`--sig`), `--`, permutation. Launchers refuse an option they do not know,
+since whether it takes a value decides which word is the command. git's global options are read as git
+reads them (exact names only); its subcommands' options through the same parser.
+
 Two levels, by what the operator set:
 
 - always (allowlist or denylist): options that carry a command line are refused, because they would hide
   which command runs: `git -c`, `--config-env`, `--exec-path`, `--upload-pack`/`--receive-pack`/`--exec`,
   `grep -O`, `rebase -x`, `difftool -x`, `clone -c`/`-u`, `bisect run`, `submodule foreach`,
-  `filter-branch`, `env -S`/`--split-string` (also abbreviated or in a cluster), `tar --to-command`...,
-  `rsync -e`, `zip -T`, `less -o`, `ssh -o ProxyCommand`, `scp -S`...; launchers and `find -exec` are
-  followed to the command they run.
+  `filter-branch`, `env -S`, tar's `-I`/`-F`/`--to-command`/`--checkpoint-action`/`--rsh-command`...,
+  `rsync -e`/`--rsync-path`, `zip -T`/`-TT`, `less -o`/`-k`, `sort --compress-program`, `ssh -F`/`-I`/
+  `-o ProxyCommand` (and the other command keys), `scp -S`/`-D`, `sftp -S`/`-D`/`-b`, `man -P`/`-H`/`-C`,
+  `sdiff --diff-program`, `rg --pre`, `fd -x`/`-X`, `split --filter`, `wget --use-askpass`/`-e`/`--config`;
+  launchers and `find -exec` are followed to the command they run, and the launchers that cannot be
+  followed (`OPAQUE_LAUNCHERS`: watch, parallel, tmux...) are refused with arguments.
 - with an allowlist (strict), everything the entry cannot account for is refused as well. git may run only
   the built-in subcommands listed in `GIT_SUBCOMMANDS` (an alias or any other command is refused, naming
   it), with no global options other than `-C` into a directory below the working one, no `--output`, no
@@ -27,13 +37,19 @@ Two levels, by what the operator set:
   the model to delete files can allowlist `rm`. tar may not extract (an archive names its own paths,
   `.git/` included). Launchers may not reset the environment (`env -i`/`-u`, `exec -c`, `sudo`, `doas`)
   for a program that can run programs: that would drop the hardened environment. Every argument of a table
-  program must be literal, and a glob or brace expansion may not start the word (it could expand to a file
-  name that starts with `-` and becomes an option).
+  program must be literal, and a glob may not start the word (it could expand to a file name that starts
+  with `-` and becomes an option).
 
-`check_paths` applies to every program with an allowlist: no argument may name a path inside a `.git`
-directory (any case, or a glob that could match one), except the values of name-pattern options such as
-`find -path` or `grep --exclude-dir`. Together with the hardened environment (`hardened_env.py`) this keeps
-the model from writing git configuration, which is what keys like `alias.*` or `filter.<driver>.*` need.
+Programs that run programs by design (`INTERPRETERS`: shells, interpreters and their `-c`/`-e`, build tools
+such as make, editors, pagers such as less and more) are opaque: no argument policy can make them safe, so
+allowing one allows everything it can do. So is any program the table does not know.
+
+`check_paths` applies to every program with an allowlist: no argument may name a protected path
+(`paths.word_protected_reason`, the rule of the file tools and the sandbox's mount scan too): a `.git`
+directory or anything in it, a secret env file, in any case, or a glob that could match one; except the
+values of name-pattern options such as `find -path` or `grep --exclude-dir`. Together with the hardened
+environment (`hardened_env.py`) this keeps the model from writing git configuration, which is what keys
+like `alias.*` or `filter.<driver>.*` need, and from reading secrets the file tools hide.
 """
 
 from __future__ import annotations
@@ -54,7 +70,7 @@ from coretools.sandbox.exec_policy.launchers import (
 )
 from coretools.sandbox.exec_policy.options import OPTION_PROGRAMS, check_directory
 from coretools.sandbox.exec_policy.text_tools import check_awk, check_sed
-from coretools.sandbox.exec_policy.words import STRICT, Entry, Launch, Word, protected, protected_refusal, refuse
+from coretools.sandbox.exec_policy.words import Entry, Launch, Word, protected, protected_refusal, refuse
 
 
 def check(base: str, argv: list[Word], strict: bool) -> list[Launch]:

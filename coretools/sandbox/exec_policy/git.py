@@ -7,19 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coretools.sandbox.exec_policy.words import (
-    STRICT,
-    Launch,
-    Pattern,
-    Word,
-    abbreviates,
-    below,
-    cluster_letters,
-    cluster_value,
-    literal_args,
-    long_name,
-    refuse,
-)
+from coretools.sandbox.exec_policy.getopt import Option, Parsed, Spec, parse
+from coretools.sandbox.exec_policy.words import STRICT, Launch, Pattern, Word, below, literal_args, refuse
 
 GIT_INLINE_GLOBAL = {"-c": "sets configuration, which can name programs to run",
                      "--config-env": "sets configuration, which can name programs to run",
@@ -32,8 +21,12 @@ GIT_GLOBAL_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namesp
 GIT_INLINE_LONG = ("upload-pack", "receive-pack", "exec", "extcmd", "tool", "open-files-in-pager", "ext-diff",
                    "sendmail-cmd", "to-cmd", "cc-cmd", "header-cmd", "tree-filter", "index-filter", "msg-filter",
                    "env-filter", "parent-filter", "commit-filter", "tag-name-filter")  # fmt: skip
-# real options that are also prefixes of a refused name (git takes an exact match over an abbreviation)
-GIT_EXACT = frozenset({"cc", "to", "index", "commit", "tag"})
+# git's parse-options takes an exact name over an abbreviation: the real options that are also prefixes of a
+# refused name (`--cc`, `--index`...) are in the table as flags, so they are not read as abbreviations
+GIT_LONG = ("upload-pack: receive-pack: exec: extcmd: tool: open-files-in-pager:: ext-diff sendmail-cmd: to-cmd: "
+            "cc-cmd: header-cmd: tree-filter: index-filter: msg-filter: env-filter: parent-filter: commit-filter: "
+            "tag-name-filter: cc to index commit tag config: output: template: separate-git-dir: "
+            "recurse-submodules::")  # fmt: skip
 GIT_INLINE_SHORT = {"grep": "O", "rebase": "x", "clone": "cu", "difftool": "xt"}
 # short options that take the rest of their cluster (or the next word) as their value
 GIT_VALUED_SHORT = {"grep": "efABCmO", "rebase": "xXsSC", "clone": "cuboj", "difftool": "xt", "merge": "sXmFS",
@@ -50,39 +43,36 @@ class GitRule:
     check: Callable[[list[str]], None] | None = None
 
 
+GIT_CONFIG = Spec("f:lz", "get get-all get-regexp get-urlmatch get-color get-colorbool list=l global system local "
+                 "worktree show-origin show-scope name-only null=z includes no-includes bool int bool-or-int path "
+                 "expiry-date file:=f blob: type: default:")  # fmt: skip
+GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color",
+                              "--get-colorbool", "-l"})  # fmt: skip
+
+
 def _git_config_read_only(args: list[str]) -> None:
-    reads = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool", "-l", "--list"}
-    modifiers = {"--global", "--system", "--local", "--worktree", "--show-origin", "--show-scope", "--name-only",
-                 "-z", "--null", "--includes", "--no-includes", "--bool", "--int", "--bool-or-int", "--path",
-                 "--expiry-date"}  # fmt: skip
-    valued = {"-f", "--file", "--blob", "--type", "--default"}
-    found_read = False
-    skip = False
-    for word in args:
-        if skip:
-            skip = False
-            continue
-        option = word.split("=", 1)[0]
-        if word in reads:
-            found_read = True
-        elif option in valued:
-            skip = "=" not in word
-        elif word.startswith("-") and word not in modifiers:
-            raise refuse(f"git config {word} is refused {STRICT}: configuration can name programs to run; "
+    parsed = parse("git config", GIT_CONFIG, list(args))
+    for option in parsed.options:
+        if not option.known:
+            raise refuse(f"git config {option.word} is refused {STRICT}: configuration can name programs to run; "
                          "reading with --get, --get-all, --get-regexp or --list is allowed")  # fmt: skip
-    if not found_read:
+    if not any(option.name in GIT_CONFIG_READS for option in parsed.options):
         raise refuse(f"git config without --get/--get-all/--get-regexp/--list is refused {STRICT} (writing "
                      "configuration can name programs to run)")  # fmt: skip
 
 
+GIT_REMOTE = Spec("vn", "verbose=v push all")
+
+
 def _git_remote_read_only(args: list[str]) -> None:
-    operands = [w for w in args if not w.startswith("-")]
+    parsed = parse("git remote", GIT_REMOTE, list(args))
+    for option in parsed.options:
+        if not option.known:
+            raise refuse(f"git remote {option.word} is refused {STRICT}")
+    operands = parsed.operands
     if operands and operands[0] not in ("show", "get-url"):
         raise refuse(f"git remote {operands[0]} is refused {STRICT}: it writes configuration (reading with "
                      "`git remote -v`, `show` or `get-url` is allowed)")  # fmt: skip
-    for word in args:
-        if word.startswith("-") and word not in ("-v", "--verbose", "-n", "--push", "--all"):
-            raise refuse(f"git remote {word} is refused {STRICT}")
 
 
 def _git_bisect(args: list[str]) -> None:
@@ -91,25 +81,21 @@ def _git_bisect(args: list[str]) -> None:
         raise refuse(f"git bisect {args[0]} is refused {STRICT} (allowed: {', '.join(sorted(allowed))})")
 
 
+GIT_NEW_REPOSITORY = {
+    "clone": Spec("o:b:j:u:c:", "origin:=o branch:=b reference: reference-if-able: depth: shallow-since: "
+                  "shallow-exclude: server-option: jobs:=j filter: bundle-uri: upload-pack:=u config:=c template: "
+                  "separate-git-dir:"),  # fmt: skip
+    "init": Spec("b:", "initial-branch:=b object-format: template: separate-git-dir:"),
+}
+
+
 def _git_new_repository(subcommand: str) -> Callable[[list[str]], None]:
     """init and clone: the directory they create must be below the working directory."""
-    valued = {"clone": {"-o", "--origin", "-b", "--branch", "--reference", "--reference-if-able", "--depth",
-                        "--shallow-since", "--shallow-exclude", "--server-option", "-j", "--jobs", "--filter",
-                        "--bundle-uri"},  # fmt: skip
-              "init": {"-b", "--initial-branch", "--object-format"}}[subcommand]
 
     def check_operands(args: list[str]) -> None:
-        operands: list[str] = []
-        skip = False
-        for word in args:
-            if skip:
-                skip = False
-            elif word.startswith("-") and word != "-":
-                skip = word in valued
-            else:
-                operands.append(word)
+        operands = parse(f"git {subcommand}", GIT_NEW_REPOSITORY[subcommand], list(args)).operands
         for path in operands[1:] if subcommand == "clone" else operands:
-            below(f"git {subcommand}", "directory", path)
+            below(f"git {subcommand}", "directory", path or "")
 
     return check_operands
 
@@ -157,61 +143,46 @@ def check_git(name: str, args: list[Word], strict: bool) -> list[Launch]:
         return []
     subcommand = args[i] or ""
     rest = [w for w in args[i + 1 :] if w is not None]
-    _git_inline(subcommand, rest)
-    if strict:
-        _git_strict(subcommand, rest)
-    return []
-
-
-def _git_inline(subcommand: str, rest: list[str]) -> None:
     if subcommand == "filter-branch":
         raise refuse("git filter-branch runs its filters as shell commands and is refused by the shell policy")
     inline = GIT_INLINE_SUBCOMMANDS.get(subcommand)
     if inline and rest[:1] == [inline]:
         raise refuse(f"git {subcommand} {inline} runs a command and is refused by the shell policy")
-    letters = GIT_INLINE_SHORT.get(subcommand, "")
+    parsed = parse(f"git {subcommand}", _subcommand_spec(subcommand), list(rest))
+    for option in parsed.options:
+        _git_inline(subcommand, option)
+    if strict:
+        _git_strict(subcommand, parsed, rest)
+    return []
+
+
+def _subcommand_spec(subcommand: str) -> Spec:
+    """A subcommand's options as the policy knows them: parse-options reads clusters, attached values and
+    abbreviations like getopt_long; a merge strategy's `--strategy` is `-s`."""
     valued = GIT_VALUED_SHORT.get(subcommand, "")
-    for word in rest:
-        given = long_name(word)
-        refused = abbreviates(given, GIT_INLINE_LONG, GIT_EXACT) if given is not None else None
-        if refused is None and subcommand == "clone" and given is not None:
-            refused = abbreviates(given, ("config",))
-        if refused:
-            raise refuse(f"git {subcommand} --{refused} can run arbitrary commands and is refused by the shell "
-                         f"policy (`{word}`)")  # fmt: skip
-        hit = next((c for c in cluster_letters(word, valued) if c in letters), None)
-        if hit:
-            raise refuse(f"git {subcommand} -{hit} can run arbitrary commands and is refused by the shell policy "
-                         f"(`{word}`)")  # fmt: skip
+    strategy = " strategy:=s" if subcommand in ("merge", "pull", "rebase") else " strategy:"
+    return Spec("".join(f"{letter}:" for letter in valued), GIT_LONG + strategy)
 
 
-def _git_strict(subcommand: str, rest: list[str]) -> None:
+def _git_inline(subcommand: str, option: Option) -> None:
+    name = option.name
+    refused = name[2:] in GIT_INLINE_LONG or (subcommand == "clone" and name == "--config")
+    if refused or (len(name) == 2 and name[1] in GIT_INLINE_SHORT.get(subcommand, "")):
+        raise refuse(f"git {subcommand} {name} can run arbitrary commands and is refused by the shell policy "
+                     f"(`{option.word}`)")  # fmt: skip
+
+
+def _git_strict(subcommand: str, parsed: Parsed, rest: list[str]) -> None:
     if isinstance(subcommand, Pattern) or subcommand not in GIT_SUBCOMMANDS:
         raise refuse(f"git {subcommand} is refused {STRICT}: only built-in subcommands the shell policy knows may "
                      "run (not aliases or other commands)")  # fmt: skip
     rule = GIT_SUBCOMMANDS[subcommand]
-    for word in rest:
-        given = long_name(word)
-        refused = abbreviates(given, ("output", *rule.long), GIT_EXACT) if given is not None else None
-        if refused:
-            raise refuse(f"git {subcommand} --{refused} is refused {STRICT} (`{word}`)")
-    if subcommand in GIT_STRATEGY_USERS:
-        _git_strategies(subcommand, rest)
+    for option in parsed.options:
+        if option.name[2:] in ("output", *rule.long):
+            raise refuse(f"git {subcommand} {option.name} is refused {STRICT} (`{option.word}`)")
+        strategy = option.name == "--strategy" or (option.name == "-s" and "s" in GIT_VALUED_SHORT.get(subcommand, ""))
+        if strategy and subcommand in GIT_STRATEGY_USERS and option.value not in GIT_STRATEGIES:
+            raise refuse(f"git {subcommand} strategy `{option.value}` is refused {STRICT} (a strategy runs the "
+                         f"program git-merge-<name>; built-in: {', '.join(sorted(GIT_STRATEGIES))})")  # fmt: skip
     if rule.check is not None:
         rule.check(rest)
-
-
-def _git_strategies(subcommand: str, rest: list[str]) -> None:
-    """A merge strategy runs the program `git-merge-<name>`: only the built-in ones may be named."""
-    for index, word in enumerate(rest):
-        given = long_name(word)
-        if given is not None and given and "strategy".startswith(given):
-            value = word.split("=", 1)[1] if "=" in word else (rest[index + 1] if index + 1 < len(rest) else "")
-        elif subcommand in ("merge", "pull", "rebase") and cluster_letters(word, GIT_VALUED_SHORT[subcommand]).endswith("s"):
-            value = cluster_value(list(rest), index, "s") or ""
-        else:
-            continue
-        if value not in GIT_STRATEGIES:
-            raise refuse(f"git {subcommand} strategy `{value}` is refused {STRICT} (a strategy runs the program "
-                         f"git-merge-<name>; built-in: {', '.join(sorted(GIT_STRATEGIES))})")  # fmt: skip
-

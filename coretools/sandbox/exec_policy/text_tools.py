@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import re
 
-from coretools.sandbox.exec_policy.words import STRICT, Launch, Word, below, literal_args, long_name, refuse
+from coretools.sandbox.exec_policy.getopt import Spec, parse
+from coretools.sandbox.exec_policy.words import STRICT, Launch, Word, below, literal_args, refuse
 
 # -- sed ---------------------------------------------------------------------------------------------------
 
-SED_LONG = {"expression": "value", "file": "value", "in-place": "optional", "line-length": "value", "quiet": "flag",
-            "silent": "flag", "regexp-extended": "flag", "separate": "flag", "unbuffered": "flag",
-            "null-data": "flag", "posix": "flag", "debug": "flag", "sandbox": "flag", "binary": "flag",
-            "follow-symlinks": "flag", "zero-terminated": "flag", "help": "flag", "version": "flag"}  # fmt: skip
-SED_SHORT_VALUED = "efl"
-SED_SHORT_FLAGS = "nrEsuzb"
+SED = Spec("e:f:l:i::nrEsuzb", "expression:=e file:=f in-place::=i line-length:=l quiet=n silent=n "
+           "regexp-extended=r separate=s unbuffered=u null-data=z zero-terminated=z posix debug sandbox binary=b "
+           "follow-symlinks help version", strict_options=True)  # fmt: skip
 SED_SIMPLE = set("=dDgGhHlnNpPxzF")  # commands that take no argument (l takes an optional number)
 SED_SUFFIX = re.compile(r"[A-Za-z0-9._~+-]*")
 
@@ -24,44 +22,12 @@ def check_sed(name: str, args: list[Word], strict: bool) -> list[Launch]:
     if not strict:
         return []
     literal_args(name, args)
+    parsed = parse(name, SED, args)
     scripts: list[str] = []
-    operands: list[str] = []
     in_place = False
-    only_operands = False
-    i = 0
-    while i < len(args):
-        word = args[i] or ""
-        i += 1
-        if only_operands or word == "-" or not word.startswith("-"):
-            operands.append(word)
-            continue
-        if word == "--":
-            only_operands = True
-            continue
-        given = long_name(word)
-        if given is not None:
-            matches = [n for n in SED_LONG if n == given] or [n for n in SED_LONG if n.startswith(given)]
-            if len(matches) != 1:
-                raise refuse(f"sed option `{word}` is not one the shell policy knows")
-            option, kind, value = matches[0], SED_LONG[matches[0]], word.split("=", 1)[1] if "=" in word else None
-            if kind == "value" and value is None:
-                value, i = (args[i] if i < len(args) else "") or "", i + 1
-            in_place = _sed_option(option, value, scripts) or in_place
-            continue
-        letters = word[1:]
-        for index, letter in enumerate(letters):
-            if letter in SED_SHORT_FLAGS:
-                continue
-            rest = letters[index + 1 :]
-            if letter == "i":
-                in_place = _sed_option("in-place", rest, scripts) or in_place
-                break
-            if letter in SED_SHORT_VALUED:
-                if not rest:
-                    rest, i = (args[i] if i < len(args) else "") or "", i + 1
-                _sed_option({"e": "expression", "f": "file", "l": "line-length"}[letter], rest, scripts)
-                break
-            raise refuse(f"sed option -{letter} is not one the shell policy knows (`{word}`)")
+    for option in parsed.options:
+        in_place = _sed_option(option.name, option.value, scripts) or in_place
+    operands = [w or "" for w in parsed.operands]
     if not scripts:
         if not operands:
             return []
@@ -75,14 +41,14 @@ def check_sed(name: str, args: list[Word], strict: bool) -> list[Launch]:
 
 def _sed_option(option: str, value: str | None, scripts: list[str]) -> bool:
     """Record one option; True when it turns on in-place editing."""
-    if option == "expression":
+    if option == "-e":
         scripts.append(value or "")
-    elif option == "file":
+    elif option == "-f":
         raise refuse(f"sed -f reads its script from a file the shell policy cannot see; pass the script with -e "
                      f"{STRICT}")  # fmt: skip
-    elif option == "follow-symlinks":
+    elif option == "--follow-symlinks":
         raise refuse(f"sed --follow-symlinks is refused {STRICT} (an in-place edit would write where a link points)")
-    elif option == "in-place":
+    elif option == "-i":
         if value and not SED_SUFFIX.fullmatch(value):
             raise refuse(f"sed -i backup suffix `{value}` is refused {STRICT}: a suffix with / or * names another "
                          "file to write; use a plain suffix such as -i.bak")  # fmt: skip
@@ -268,28 +234,21 @@ AWK_NOT_OPERANDS = frozenset({"print", "printf", "return", "case", "in", "do", "
                               "for"})  # fmt: skip
 
 
+AWK = Spec("+F:v:f:e:E:i:l:W:", "field-separator:=F assign:=v file:=f source:=e exec:=E include:=i load:=l",
+           strict_options=True)  # fmt: skip
+
+
 def check_awk(name: str, args: list[Word], strict: bool) -> list[Launch]:
     if not strict:
         return []
     literal_args(name, args)
-    i = 0
-    while i < len(args):
-        word = args[i] or ""
-        if word == "--":
-            i += 1
-            break
-        if not word.startswith("-") or word == "-":
-            break
-        if word in ("-F", "-v"):
-            i += 2
-            continue
-        if word.startswith(("-F", "-v")) or word.startswith(("--field-separator=", "--assign=")):
-            i += 1
-            continue
-        raise refuse(f"{name} option `{word}` is refused {STRICT} (-f program files, extensions and includes "
-                     "cannot be checked; -F and -v are allowed)")  # fmt: skip
-    if i < len(args):
-        _awk_program(name, args[i] or "")
+    parsed = parse(name, AWK, args)
+    for option in parsed.options:
+        if option.name not in ("-F", "-v"):
+            raise refuse(f"{name} option `{option.word}` is refused {STRICT} (-f program files, extensions and "
+                         "includes cannot be checked; -F and -v are allowed)")  # fmt: skip
+    if parsed.operands:
+        _awk_program(name, parsed.operands[0] or "")
     return []
 
 

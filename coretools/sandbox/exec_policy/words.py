@@ -1,10 +1,10 @@
 """What every entry of the argument policy reads a command line with: the words (`Word`, `Pattern`), the
-verdicts (`ArgumentRefused`, `Launch`), option spellings (long names, short clusters, abbreviations) and
-the paths a program may not name (`.git`, outside the working directory)."""
+verdicts (`ArgumentRefused`, `Launch`) and the paths a program may not name (protected paths, outside the
+working directory). Options are read by `getopt.py`, words are made by `expansion.py`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from coretools.sandbox.paths import word_protected_reason
@@ -57,48 +57,6 @@ def literal_args(name: str, args: list[Word]) -> None:
         if isinstance(word, Pattern) and word.glob[:1] in EXPANDS_FIRST | {"-"}:
             raise refuse(f"{name} argument `{word}` is a glob that could expand to an option; quote it, or start "
                          "it with ./")  # fmt: skip
-
-
-def long_name(word: str) -> str | None:
-    """`name` for `--name` or `--name=value`, else None."""
-    if word.startswith("--") and len(word) > 2:
-        return word[2:].split("=", 1)[0]
-    return None
-
-
-def short_letters(word: str) -> str:
-    """The letters of a short-option cluster (`-abc`), else ''."""
-    if word.startswith("-") and not word.startswith("--") and len(word) > 1:
-        return word[1:]
-    return ""
-
-
-def cluster_letters(word: str, valued: str) -> str:
-    """The option letters of a short cluster, up to the first one that takes the rest as its value."""
-    letters = short_letters(word)
-    for index, letter in enumerate(letters):
-        if letter in valued:
-            return letters[: index + 1]
-    return letters
-
-
-def abbreviates(given: str, names: Iterable[str], exact: frozenset[str] = frozenset()) -> str | None:
-    """The refused long option `given` spells or abbreviates (getopt and git accept unique prefixes)."""
-    if given in exact:
-        return None
-    for name in names:
-        if name == given or (given and name.startswith(given)):
-            return name
-    return None
-
-
-def cluster_value(args: list[Word], index: int, letter: str) -> str | None:
-    """The value of `letter` inside the cluster at `index`: the rest of the cluster, or the next word."""
-    word = args[index] or ""
-    rest = word[word.index(letter) + 1 :]
-    if rest:
-        return rest
-    return args[index + 1] if index + 1 < len(args) else None
 
 
 def below(name: str, what: str, path: str) -> None:
