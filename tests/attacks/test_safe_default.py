@@ -41,6 +41,7 @@ pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="the OS sandboxes are Linux only"),
 ]
 
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 SANDBOXED = {
     "default": (),
     "landlock": ("--shell-sandbox", "landlock"),
@@ -196,6 +197,48 @@ async def test_links_in_the_root_do_not_reach_outside(sandboxed: HttpServer, sce
         (scene.evil / "secret.txt").write_text("DECOY SECRET\n")
         for link in scene.root.glob(f"{name}-*"):
             link.unlink()
+
+
+async def test_the_command_has_no_capabilities(sandboxed: HttpServer) -> None:
+    """Even when the server runs as root, a sandboxed command holds no capability (effective, permitted,
+    bounding, ambient, inheritable): root's capabilities reach past any path rule (loading a kernel
+    module, raw I/O, device nodes, mounts)."""
+    s = await shell(sandboxed, "grep -E '^Cap(Eff|Prm|Bnd|Amb|Inh):' /proc/self/status")
+    caps = dict(line.split(":\t") for line in s["stdout"].splitlines())
+    assert set(caps) == {"CapEff", "CapPrm", "CapBnd", "CapAmb", "CapInh"}, s
+    assert all(int(v, 16) == 0 for v in caps.values()), caps
+
+
+DEVICE_PROBE = """
+import os, stat, sys
+for path in ("/dev/kmsg", "/dev/loop0"):
+    try:
+        os.close(os.open(path, os.O_WRONLY))  # opened, never written
+        print(path, "opened")
+    except OSError as exc:
+        print(path, "refused", exc.errno)
+for kind, number in ((stat.S_IFCHR, os.makedev(1, 3)), (stat.S_IFBLK, os.makedev(7, 0))):
+    try:
+        os.mknod(sys.argv[1] + str(kind), 0o600 | kind, number)
+        print("mknod", kind, "made")
+    except OSError as exc:
+        print("mknod", kind, "refused", exc.errno)
+"""
+
+
+async def test_devices_are_out_of_reach(sandboxed: HttpServer, scene: Scene) -> None:
+    """A device is a way around every path rule (a disk's block device is the whole disk): the command can
+    neither open a host device other than the usual ones for writing nor make a device node in the root,
+    even as root. Only the open(2) and mknod(2) are tried; nothing is written to a device."""
+    name = unique("node")
+    (scene.root / f"{name}.py").write_text(DEVICE_PROBE)
+    try:
+        s = await shell(sandboxed, f"{PY} {name}.py {name}-")
+        lines = s["stdout"].splitlines()
+        assert len(lines) == 4 and all(" refused " in line for line in lines), s
+    finally:
+        for made in scene.root.glob(f"{name}*"):
+            made.unlink()
 
 
 async def test_the_root_and_the_temporary_directory_are_writable(sandboxed: HttpServer, scene: Scene) -> None:
