@@ -372,15 +372,39 @@ async def test_landlock_with_network(sandboxed: HttpServer, listener: tuple[int,
     assert len(accepted) > before
 
 
-async def test_landlock_no_network_refuses_tcp(scene: Scene, listener: tuple[int, list[int]]) -> None:
-    """`--shell-no-network --shell-sandbox landlock`: Landlock's TCP rules refuse the connection; the
-    listener never sees it."""
+@pytest.fixture(scope="module")
+def offline(scene: Scene) -> Iterator[HttpServer]:
+    server = start(scene, "--shell-sandbox", "landlock", "--shell-no-network")
+    yield server
+    server.stop()
+
+
+async def test_landlock_no_network_refuses_tcp(offline: HttpServer, listener: tuple[int, list[int]]) -> None:
+    """`--shell-no-network --shell-sandbox landlock`: the connection is refused; the listener never sees
+    it."""
     port, accepted = listener
     before = len(accepted)
-    server = start(scene, "--shell-sandbox", "landlock", "--shell-no-network")
-    try:
-        s = await shell(server, connect_command(port))
-    finally:
-        server.stop()
+    s = await shell(offline, connect_command(port))
     assert s["stdout"].strip() == "refused", s
     assert len(accepted) == before
+
+
+async def test_landlock_no_network_sends_no_datagram(offline: HttpServer) -> None:
+    """No network means UDP too (Landlock's own rules cover only TCP; DNS is UDP, and a datagram carries
+    data out as well as a connection): a datagram to a local UDP socket never arrives."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(1.0)
+    try:
+        port = sock.getsockname()[1]
+        s = await shell(offline, f"for i in 1 2 3; do echo leak > /dev/udp/127.0.0.1/{port}; done 2>/dev/null; "
+                                 f"{PY} -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
+                                 f".sendto(b\"leak\", (\"127.0.0.1\", {port}))' 2>/dev/null; echo done")  # fmt: skip
+        assert s["stdout"].strip() == "done", s
+        try:
+            data = sock.recv(64)
+        except TimeoutError:
+            data = b""
+        assert data == b"", f"a datagram left the sandbox: {data!r}"
+    finally:
+        sock.close()

@@ -12,7 +12,8 @@ a command has the server's rights over the whole file system, so there only the 
 
 Secrets: the variable named by `--auth-token-env` is the server's credential whatever its name (here
 `MCP_BEARER` and `CORETOOLS_AUTH`, neither of which looks secret): a command sees neither the variable
-nor its value, and, in the sandbox, cannot read it from another process's environment either.
+nor its value, and, in either sandbox, cannot read it from another process's environment (the server's)
+either.
 
 Each server is a real subprocess on 127.0.0.1, driven with plain JSON-RPC over HTTP so that session A stays
 open (its background command running) while B tries.
@@ -283,7 +284,11 @@ def test_stateless_requests_do_not_share_logs_or_saved_output(stateless: Stage) 
 
 # -- the server's secrets --------------------------------------------------------------------------------
 
-SECRET_SERVERS = {"MCP_BEARER-default": ("MCP_BEARER", ()), "CORETOOLS_AUTH-none": ("CORETOOLS_AUTH", MODES["none"])}
+SECRET_SERVERS = {
+    "MCP_BEARER-default": ("MCP_BEARER", ()),
+    "MCP_BEARER-landlock": ("MCP_BEARER", MODES["landlock"]),
+    "CORETOOLS_AUTH-none": ("CORETOOLS_AUTH", MODES["none"]),
+}
 
 
 @dataclass
@@ -321,7 +326,7 @@ def test_token_value_is_in_no_variable(secret: Secret) -> None:
     assert secret.value not in s["stdout"], s
 
 
-@pytest.mark.parametrize("secret", ["MCP_BEARER-default"], indirect=True)
+@pytest.mark.parametrize("secret", ["MCP_BEARER-default", "MCP_BEARER-landlock"], indirect=True)
 def test_token_cannot_be_read_from_the_servers_environment(secret: Secret) -> None:
     """In the sandbox, no process's `/proc/PID/environ` the command can open holds the token (the server's
     own included; without a sandbox a command may read it, with the server's rights)."""
