@@ -14,12 +14,11 @@ rg reports files in no particular order when it runs on several threads (as it d
 that may be among those shown are kept as rg wrote them, and checked and decoded only for the files still
 shown once rg is done (`RipgrepEngine._confirm_deferred`).
 
-rg runs under a memory bound (`ripgrep.RG_DATA_LIMIT`). What it cannot take within it does not fail the
-search: a pass that runs out of memory is run again on one thread with memory maps, where a line tens of MB
-long costs nothing; if that fails too, a pattern too complex is the error, else the workspace walk names the
-files (an in-tree `.gitignore` rg cannot compile is applied by the pattern engine instead) and a batch that
-still fails is searched in halves down to the one file that is left out (`RipgrepEngine._run`). The answer
-names what was left out (`Collector.skipped`), as it does paths nested too deep for rg to name.
+rg runs under a memory bound (`ripgrep.RG_DATA_LIMIT`). A pass that runs out of memory is run again on one
+thread with memory maps (a line tens of MB long then costs nothing); if that fails too, a pattern too complex
+is the error, else the workspace walk names the files (an in-tree `.gitignore` rg cannot compile is applied by
+the pattern engine instead) and a batch that still fails is halved down to the one file left out
+(`RipgrepEngine._run`). The answer names what was left out (`Collector.skipped`).
 
 The fallback (no working rg binary, or `--search-engine python`) runs the caller's regex on RE2
 (`search_regex.LineRegex`). Files are decoded as UTF-8 (UTF-16 with a byte-order mark is transcoded, as
@@ -211,6 +210,12 @@ class RipgrepEngine:
         if len(files) == 1:
             shown = target.display_prefix + files[0][2:] if target.is_dir else target.path
             job.out.skipped.append(skipped_file_note(shown, ripgrep.RG_DATA_LIMIT))
+            job.out.skipped_files += 1
+            if job.out.skipped_files >= _MAX_SKIPPED_FILES:
+                job.out.stopped = (
+                    f"the search was stopped after ripgrep ran out of memory on {_MAX_SKIPPED_FILES} files searched "
+                    "one at a time (leave such files out with 'include', or simplify the pattern)"
+                )
             return
         middle = len(files) // 2
         for part in (files[:middle], files[middle:]):
@@ -442,6 +447,8 @@ class RipgrepEngine:
 
 
 _LISTED_FLAGS = ("--no-config", "--no-ignore-messages", "--no-ignore", "--hidden")
+# Files one search may leave out for want of memory (`RipgrepEngine._salvage`): past a few, the pattern is why.
+_MAX_SKIPPED_FILES = 16
 # A careful pass (`RipgrepEngine._run`) has rg read files through memory maps, also when it walks a directory
 # (by default it does only for a few files named on its command line): a mapped file's pages are the page
 # cache's, not counted in its data limit, and a line is searched in place instead of being copied whole into

@@ -50,9 +50,8 @@ def listed_files(job: Job, target: Target, bounds: WalkBounds = LISTED_BOUNDS) -
     large[:0] = _large_above(job, target)
     out.skipped += [ignore_file_note(name, size) for name, size in large]
     if too_deep is not None:
-        out.skipped.append(
-            f"the walk did not descend below depth {bounds.max_depth} (first at {shown_path(target.display_prefix + too_deep)})"
-        )
+        where = shown_path(target.display_prefix + too_deep)
+        out.skipped.append(f"the walk did not descend below depth {bounds.max_depth} (first at {where})")
     elif report.truncated:
         out.skipped.append(f"the walk of {shown_path(target.path)} {report.truncated}")
 

@@ -148,6 +148,7 @@ class Collector:
         self.stopped: str | None = None
         self.unverified_files = 0  # files rg reported that the gateway's copy did not (wholly) confirm
         self.skipped: list[str] = []  # what a bound left out of the search, each said as a phrase
+        self.skipped_files = 0  # of them, files ripgrep could not search within its memory bound
         self.pending = 0  # matches seen in the file being read, not committed yet (for progress reports)
 
     def could_keep(self, key: tuple[int, str]) -> bool:

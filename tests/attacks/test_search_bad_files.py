@@ -139,7 +139,27 @@ async def test_a_tree_too_deep_to_name_says_where_it_was_cut(tmp_path: Path) -> 
     head = text.partition("\n")[0]
     assert head.startswith('Found 1 match in 1 file for pattern "hello"'), head
     assert "File: src/good.txt" in text
-    assert f"nested too deep for the system to name (longer than 4096 bytes) were not searched, the first {NAME[:70]}" in head
+    cut = f"nested too deep for the system to name (longer than 4096 bytes) were not searched, the first {NAME[:70]}"
+    assert cut in head, head
 
 
 NAME = "d" * 200
+
+
+async def test_a_search_stops_after_a_few_files_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past a few files that fail alone, the pattern is more likely the cause than the files, and each costs a
+    run of its own: the search stops and says so (in process, with the bounds lowered to keep the files small)."""
+    from coretools.tools import search_engines
+    from support import call_tool
+
+    monkeypatch.setattr(ripgrep, "RG_DATA_LIMIT", 32 << 20)
+    monkeypatch.setattr(search_engines, "_MAX_SKIPPED_FILES", 2)
+    root = good_tree(tmp_path)
+    for n in range(3):
+        (root / f"wide{n}.txt").write_bytes(b"\xff\xfe" + ("\u4e2d" * (8 << 20) + "\nhello\n").encode("utf-16-le"))
+    result = await call_tool(root, "search_file_content", {"pattern": "hello"})
+    text = text_of(result)
+    assert not result.is_error, text[:2000]
+    head = text.partition("\n")[0]
+    assert "the search was stopped after ripgrep ran out of memory on 2 files searched one at a time" in head, head
+    assert head.count("was not searched: ripgrep needed more than 32 MiB") == 2, head
