@@ -291,6 +291,15 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
+def _keep_descendants() -> None:
+    """Make this process a child subreaper, so an orphan of any command comes back to it rather than to
+    init (`sandbox/process_groups.py`). Only for a process that is the server: one that embeds it (a test
+    runner) keeps the children it starts itself to itself."""
+    from coretools.sandbox.process_groups import become_subreaper
+
+    become_subreaper()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from coretools.errors import ConfigurationError
     from coretools.sandbox.paths import RootError
@@ -300,6 +309,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except RootError as exc:
         return _fail(str(exc))
     _recover_interrupted_writes()
+    _keep_descendants()
     try:
         return _serve(args, config)
     except ConfigurationError as exc:  # a tool found its options unusable while the server was being built
@@ -366,6 +376,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     except RootError as exc:
         return _fail(str(exc))
     _recover_interrupted_writes()
+    _keep_descendants()
     raw = sys.stdin.read() if args.arguments == "-" else args.arguments
     try:
         arguments = json.loads(raw)

@@ -103,7 +103,7 @@ class BackgroundJob:
         outcome.exit_code, outcome.signal = self.exit_code, self.signal
         outcome.seconds = time.monotonic() - self.started
         outcome.stopped = "timeout" if self.stopped == "lifetime" else None
-        outcome.background_pids = [p for p in scan(self.pgid, self._group.marker) if p != self.pid]
+        outcome.background_pids = [p for p in scan(self._group) if p != self.pid]
         return outcome
 
     def stop(self, reason: str) -> None:
@@ -183,7 +183,7 @@ class BackgroundJob:
         self._terminated_at = time.monotonic()
         kill_group(self._group, signal.SIGTERM)
         end = time.monotonic() + DEFAULT_KILL_GRACE
-        while time.monotonic() < end and (self._process.poll() is None or scan(self.pgid, self._group.marker)):
+        while time.monotonic() < end and (self._process.poll() is None or scan(self._group)):
             time.sleep(0.02)
         kill_group(self._group, signal.SIGKILL)
 
@@ -225,7 +225,7 @@ class BackgroundJob:
 
     def _watch_leftovers(self) -> None:
         """Members of the group still running after the leader exited stay bounded by the lifetime."""
-        while scan(self.pgid, self._group.marker):
+        while scan(self._group):
             if self._stop_due():
                 self._terminate()
                 return
@@ -259,7 +259,7 @@ class BackgroundJob:
                 os.close(fd)
             except OSError:
                 pass
-        if not scan(self.pgid, self._group.marker):
+        if not scan(self._group):
             unregister(self.pgid)
         if self._spec.on_exit is not None:
             self._spec.on_exit(None)
@@ -317,6 +317,11 @@ class BackgroundJobs:
     def _forget(self, job: BackgroundJob) -> None:
         with self._lock:
             self._jobs.pop(job.pid, None)
+
+    def kill_all(self) -> None:
+        """SIGKILL every job at once (its session ended without a chance to wait)."""
+        for job in self.running():
+            job.kill_now("shutdown")
 
     async def aclose(self) -> None:
         """Stop every job (the log says the server shut down) and wait for their threads, briefly."""

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coretools.sandbox.seccomp import filter_program
-from coretools.sandbox.paths import is_secret_env_name
+from coretools.sandbox.paths import is_git_name, is_secret_env_name
 
 logger = logging.getLogger("coretools")
 
@@ -147,7 +147,7 @@ def _scan_dir(directory: str, git_entries: list[str], secrets: list[str]) -> lis
         with os.scandir(directory) as it:
             for entry in it:
                 name = entry.name
-                if name == ".git":
+                if is_git_name(name):
                     git_entries.append(entry.path)
                     continue
                 try:
@@ -294,6 +294,7 @@ def bwrap_argv(
     protected: Protected | None = None,
     empty: tuple[str, str] | None = None,
     binary: str | None = None,
+    hidden: str | None = None,
 ) -> list[str]:
     """`argv` wrapped in bubblewrap (see the module docstring for what each part is for).
 
@@ -308,6 +309,8 @@ def bwrap_argv(
     for path in PROC_READ_ONLY:
         wrapped += ["--ro-bind-try", path, path]
     wrapped += ["--bind", private_tmp, "/tmp"]
+    if hidden is not None and not _inside(["/tmp"], os.path.realpath(hidden)):
+        wrapped += ["--tmpfs", hidden]
     for path in writable:
         wrapped += ["--bind", path, path]
     for path in readonly:
@@ -360,17 +363,24 @@ class SandboxedRun:
     on_exit: Callable[[Any], None]
 
 
-def prepare_sandbox(argv: list[str], *, scratch: str, cwd: str, roots: list[str], network: bool) -> SandboxedRun:
+def prepare_sandbox(argv: list[str], *, scratch: str, cwd: str, roots: list[str], network: bool,
+                    writable: Iterable[str] = (), hidden: str | None = None,
+                    readable: Iterable[str] = ()) -> SandboxedRun:  # fmt: skip
     """The bwrap command line for one run, with its seccomp descriptor and what follows the run: close the
-    descriptor, remove git pointer files the command created (and say so on its stderr)."""
+    descriptor, remove git pointer files the command created (and say so on its stderr). `writable`: more
+    directories to bind writable (the package caches, `--shell-writable`); `hidden`: a directory to cover
+    with an empty tmpfs (every session's scratch directories), of which only this run's saved outputs are
+    bound back, read-only; `readable`: directories to show read-only (the operator's own programs)."""
     private_tmp = os.path.join(scratch, "tmp")
     os.makedirs(private_tmp, mode=0o700, exist_ok=True)
     out_dir = os.path.join(scratch, "output")
     os.makedirs(out_dir, mode=0o700, exist_ok=True)
     protected = find_protected(roots, cwd)
     fd = _seccomp_fd()
-    wrapped = bwrap_argv(argv, writable=roots, private_tmp=private_tmp, cwd=cwd, readonly=[out_dir],
-                         network=network, seccomp_fd=fd, protected=protected)  # fmt: skip
+    extra = [p for p in writable if not _inside(roots, p)]
+    shown = [p for p in readable if os.path.isdir(p) and not _inside(roots, p)]
+    wrapped = bwrap_argv(argv, writable=[*roots, *extra], private_tmp=private_tmp, cwd=cwd, readonly=[*shown, out_dir],
+                         network=network, seccomp_fd=fd, protected=protected, hidden=hidden)  # fmt: skip
     absent = list(protected.absent)
 
     def on_exit(outcome: Any = None) -> None:

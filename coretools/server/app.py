@@ -31,6 +31,7 @@ from coretools.server.resources import Resources, memory_path
 from coretools.server.toolset import ToolSet
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import RootError, protected_reason
+from coretools.sandbox.session import PROCESS, SessionScope
 from coretools.sandbox.views import FileViews
 from coretools.tools.base import Elicitation, ToolContext, ToolResult
 
@@ -172,6 +173,32 @@ class Sessions:
     def __init__(self, config: ServerConfig) -> None:
         self._process = FileViews() if config.http.transport == "stdio" else None
         self._by_connection: weakref.WeakKeyDictionary[Any, FileViews] = weakref.WeakKeyDictionary()
+        self._scopes: weakref.WeakKeyDictionary[Any, SessionScope] = weakref.WeakKeyDictionary()
+        self._live: weakref.WeakSet[SessionScope] = weakref.WeakSet()
+
+    def scope(self, ctx: ServerRequestContext) -> tuple[SessionScope, bool]:
+        """The session's private scope (`sandbox/session.py`), and whether it is the call's own (no
+        session to keep it: the caller closes it after the call). Over stdio the process is the session;
+        over HTTP a scope lives as long as the SDK keeps the connection, and ends when it is dropped (DELETE,
+        idle expiry, a stateless request's end)."""
+        if self._process is not None:
+            return PROCESS, False
+        key = _connection_key(ctx)
+        try:
+            scope = self._scopes.get(key) if key is not None else None
+            if scope is None and key is not None:
+                scope = self._scopes[key] = SessionScope("http")
+                weakref.finalize(key, scope.close_now)
+                self._live.add(scope)
+        except TypeError:  # a connection that cannot be referenced weakly
+            scope = None
+        if scope is None:
+            return SessionScope("call"), True
+        return scope, False
+
+    async def aclose(self) -> None:
+        for scope in list(self._live):
+            await scope.aclose()
 
     def views(self, ctx: ServerRequestContext) -> FileViews | None:
         if self._process is not None:
@@ -246,6 +273,8 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
             yield {}
         finally:
             with anyio.CancelScope(shield=True):
+                await sessions.aclose()
+                await PROCESS.aclose()
                 await toolset.aclose()
 
     async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -267,10 +296,17 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
             except Exception:  # noqa: BLE001 - progress is best effort; the call goes on
                 logger.debug("progress notification failed", exc_info=True)
 
+        scope, own = sessions.scope(ctx)
         tool_ctx = ToolContext(
-            workspace=workspace, report_progress=progress, elicit=_elicitor(ctx), views=sessions.views(ctx)
+            workspace=workspace, report_progress=progress, elicit=_elicitor(ctx), views=sessions.views(ctx),
+            session=scope,
         )
-        return await toolset.call(params.name, params.arguments, tool_ctx)
+        try:
+            return await toolset.call(params.name, params.arguments, tool_ctx)
+        finally:
+            if own:
+                with anyio.CancelScope(shield=True):
+                    await scope.aclose()
 
     guarded = CallLimiter.from_config(config).guard(run_tool, key=_connection_key, client=_peer_address)
     structured = config.structured_content
@@ -354,12 +390,12 @@ def _return_large_blocks() -> None:
 async def serve_stdio(config: ServerConfig) -> None:
     from mcp.server.stdio import stdio_server
 
-    from coretools.server.stdio import claim_pipes, message_streams
+    from coretools.server.stdio import answering, claim_pipes, message_streams
 
     server, _ = build_server(config)
     settle_heap()
     with claim_pipes(config.max_message_bytes) as pipes:
         # our event-loop pipes where we can have them (see coretools.server.stdio), else the SDK's own
-        streams = message_streams(pipes, config.max_message_bytes) if pipes else stdio_server()
+        streams = message_streams(pipes, config.max_message_bytes) if pipes else answering(stdio_server())
         async with streams as (read, write):
             await server.run(read, write, server.create_initialization_options())

@@ -45,6 +45,7 @@ import pydantic_core
 from mcp_types import PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from coretools.sandbox.process_settings import hold_secret
 from coretools.server.config import ServerConfig
 from coretools.server.http_asgi import header, normal_path, request_path, send_body, send_json_error
 from coretools.server.message_errors import invalid_json_reason, request_id
@@ -124,6 +125,7 @@ def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -
                 f"set it to a long random secret (e.g. `export {token_env}=$(openssl rand -hex 32)`)"
             )
         token = token.strip()
+        hold_secret(token_env, env.get(token_env, ""))
     if not is_loopback(host) and token is None and not options.insecure_no_auth:
         raise ConfigurationRefused(
             f"refusing to serve on {host}, which is not a loopback address, without authentication: anyone "

@@ -201,7 +201,7 @@ class ToolSet:
         ctx.result_chars = self.config.max_result_chars
         limit = self.call_timeout()
         result: ToolResult | None = None
-        with anyio.move_on_after(limit) as scope:
+        with anyio.move_on_after(limit) as scope, ctx.session.active():
             result = await self._run(published, name, args, ctx)
         if result is None or scope.cancelled_caught:
             logger.warning("call to %s stopped after %g s (--call-timeout)", name, limit)

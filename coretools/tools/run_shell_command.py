@@ -5,7 +5,8 @@ kill and reap, registry of what is left running) are in `sandbox/runner.py`; the
 `shell_policy.py`, with the argument policy of programs that can run programs in `exec_policy`. Under an
 allowlist the command's environment is hardened (`hardened_env.py`: git ignores system and global
 configuration, hooks, fsmonitor, pagers and local transports). This module checks the call, picks the
-directory and formats what the model reads.
+directory and formats what the model reads, ending with the git settings that run programs on the host which
+appeared while the command ran (`git_watch.py`: no sandbox stops a command from making a new repository).
 
 Working directory and races: `directory` is resolved through the workspace gateway (`locate` +
 `open_node`, which must give a directory inside a root), and the child changes into *that open
@@ -22,17 +23,21 @@ import argparse
 import dataclasses
 import logging
 import os
+import shutil
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from coretools.errors import ConfigurationError, ErrorKind, ToolError
-from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
 from coretools.sandbox.process_settings import (
     DEFAULT_INACTIVITY_TIMEOUT,
     DEFAULT_WALL_TIMEOUT,
+    SANDBOX_MODES,
     signal_name,
     stop_message,
 )
@@ -46,6 +51,8 @@ from coretools.sandbox.background import (
 )
 from coretools.sandbox.runner import Outcome, Runner, RunSpec, shorten
 from coretools.sandbox.scratch import read_only_error
+from coretools.sandbox.session import PROCESS
+from coretools.sandbox.git_watch import GitState, GitWatch, changes, warning
 from coretools.sandbox.exec_policy import runs_programs
 from coretools.sandbox.shell_policy import Refused, ShellPolicy, agreeing_locale
 from coretools.tools.process_options import ProcessOptions
@@ -205,14 +212,30 @@ class RunShellCommand(Tool):
         )
         parser.add_argument(
             "--shell-sandbox",
-            choices=["bwrap"],
-            default=None,
-            help="run every command in bubblewrap: system read-only, only the roots and a private /tmp writable",
+            choices=list(SANDBOX_MODES),
+            default="auto",
+            help="the OS sandbox of every command: bwrap (bubblewrap: system read-only, only the roots, a private "
+            "/tmp and the package caches writable), landlock (the kernel's Landlock, no namespaces needed: writes "
+            "limited the same way), none (unconfined), or auto: bwrap where it works, else landlock, else none "
+            "with a warning (default: auto)",
         )
         parser.add_argument(
             "--shell-no-network",
             action="store_true",
-            help="with --shell-sandbox: commands get no network",
+            help="commands get no network (bwrap: only loopback; landlock: no TCP, needs Linux 6.7); the server "
+            "refuses to start if the sandbox cannot hold it",
+        )
+        parser.add_argument(
+            "--shell-writable",
+            action="append",
+            default=[],
+            metavar="DIR",
+            help="let sandboxed commands write DIR too (repeatable)",
+        )
+        parser.add_argument(
+            "--shell-no-default-caches",
+            action="store_true",
+            help="do not let sandboxed commands write the package caches (XDG cache, npm, cargo, go, maven, gradle)",
         )
         parser.add_argument(
             "--discovery-command",
@@ -232,33 +255,39 @@ class RunShellCommand(Tool):
             self.policy = ShellPolicy.from_prefixes(list(self.options.allow_command), list(self.options.deny_command))
         except ValueError as exc:
             raise ConfigurationError(f"--allow-command/--deny-command: {exc}") from None
-        self.runner = Runner("coretools-shell")
+        self.git_watch = GitWatch()
         lifetime = self.options.background_timeout
-        self.jobs = BackgroundJobs(
-            self.runner,
-            Limits(
-                max_jobs=max(self.options.max_background_commands, 0),
-                lifetime=float(lifetime) if lifetime and lifetime > 0 else None,
-                log_cap=self.settings.output_cap,
-            ),
+        self.limits = Limits(
+            max_jobs=max(self.options.max_background_commands, 0),
+            lifetime=float(lifetime) if lifetime and lifetime > 0 else None,
+            log_cap=self.settings.output_cap,
         )
+        self._base: str | None = None
         if not self.options.no_shell:
             problem = self.settings.problem()
             if problem:
-                raise ConfigurationError(f"--shell-sandbox: {problem}" if "bwrap" in problem else problem)
+                raise ConfigurationError(problem if problem.startswith("--") else f"--shell-sandbox: {problem}")
             self._warn_if_allowlist_is_not_a_boundary()
+            self.hint = self._hint_with_sandbox()
+
+    def _hint_with_sandbox(self) -> str:
+        """The instructions' line for this server: the class's hint, and which sandbox commands run in."""
+        sandbox = self.settings.chosen
+        if sandbox.mode == "none":
+            return f"{self.hint.rstrip('.')}; WARNING: commands run unsandboxed, with every right of the server's user."
+        return f"{self.hint.rstrip('.')}; commands run sandboxed ({sandbox.describe()})."
 
     def _warn_if_allowlist_is_not_a_boundary(self) -> None:
         """One start-up warning when allowed programs can start other programs and no OS sandbox bounds them."""
-        if not self.policy.allow or self.options.shell_sandbox is not None:
+        if not self.policy.allow or self.settings.chosen.mode != "none":
             return
         programs = runs_programs(prefix[0] for prefix in self.policy.allow)
         if programs:
             logger.warning(
-                "--allow-command: %s can run other programs, and --shell-sandbox is off. The shell policy refuses "
-                "their known ways of doing so and git runs with hardened configuration, but the allowlist only "
-                "decides which commands start: it is not a security boundary. Add --shell-sandbox bwrap to bound "
-                "what they can reach.",
+                "--allow-command: %s can run other programs, and commands run without a sandbox. The shell policy "
+                "refuses their known ways of doing so and git runs with hardened configuration, but the allowlist "
+                "only decides which commands start: it is not a security boundary. Use --shell-sandbox bwrap or "
+                "landlock to bound what they can reach.",
                 ", ".join(programs),
             )
 
@@ -267,9 +296,34 @@ class RunShellCommand(Tool):
             return "the operator turned the shell off (--no-shell)"
         return None
 
+    async def start(self) -> None:
+        if self.options.no_shell:
+            return
+        sandbox = self.settings.chosen
+        if sandbox.mode == "none" and self.settings.sandbox == "auto":
+            logger.warning("run_shell_command: commands run UNSANDBOXED: %s. Install bubblewrap or use a kernel "
+                           "with Landlock (5.13+), or pass --shell-sandbox none to say this is intended.",
+                           sandbox.reason)  # fmt: skip
+        else:
+            logger.info("run_shell_command: sandbox %s (%s)", sandbox.mode, sandbox.reason)
+
+    def _session(self, ctx: ToolContext) -> ShellSession:
+        """The calling session's runner and background jobs (its own temporary directory and logs)."""
+        if self._base is None:
+            self._base = tempfile.mkdtemp(prefix="coretools-shell-")
+        return ctx.session.get(self._key, lambda: ShellSession(self._base, ctx.session, self.limits))
+
+    @property
+    def _key(self) -> str:
+        return f"{self.name}:{id(self)}"
+
     async def aclose(self) -> None:
-        await self.jobs.aclose()
-        await self.runner.aclose()
+        own = PROCESS.pop(self._key)  # other sessions' are closed by the server before its tools
+        if own is not None:
+            await own.aclose()
+        if self._base is not None:
+            shutil.rmtree(self._base, ignore_errors=True)
+            self._base = None
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = args["command"]
@@ -307,13 +361,16 @@ class RunShellCommand(Tool):
             root_path = ws.roots[node.root].path
             cwd = os.path.join(root_path, node.rel) if node.rel else root_path
             roots = [r.path for r in ws.roots]
+            watched = [cwd, *roots]
+            before = await anyio.to_thread.run_sync(self.git_watch.snapshot, watched)
+            shell = self._session(ctx)
             spec = self.settings.spec(
-                self.runner, ["bash", "-c", command], cwd=cwd, roots=roots, hardened=bool(self.policy.allow)
+                shell.runner, ["bash", "-c", command], cwd=cwd, roots=roots, hardened=bool(self.policy.allow)
             )
             if self.policy.active:
                 spec.env = agreeing_locale(spec.env)
             if args.get("is_background"):
-                job = self._start_background(command, spec, node.fd)
+                job = self._start_background(shell.jobs, command, spec, node.fd, self._git_note(watched, before))
             else:
                 job = None
             sent = 0
@@ -324,25 +381,43 @@ class RunShellCommand(Tool):
                 await ctx.progress(sent, None, text[-4000:])
 
             if job is None:
-                outcome = await self.runner.run(spec, live, cwd_fd=node.fd)
+                outcome = await shell.runner.run(spec, live, cwd_fd=node.fd)
         finally:
             node.close()
         if job is not None:
-            return await self._background(command, node.path, job, args.get("delay_ms", DEFAULT_DELAY_MS))
-        return self._result(command, node.path, outcome)
+            result = await self._background(shell, command, node.path, job, args.get("delay_ms", DEFAULT_DELAY_MS))
+            return result if result.structured.get("background") else await self._git_warned(result, watched, before)
+        return await self._git_warned(self._result(shell.runner, command, node.path, outcome), watched, before)
 
-    def _start_background(self, command: str, spec: RunSpec, cwd_fd: int) -> BackgroundJob:
+    async def _git_warned(self, result: ToolResult, watched: list[str], before: GitState) -> ToolResult:
+        """`result`, and the git settings that run programs on the host which appeared under `watched` (the
+        command's directory and the roots) while the command ran: a sandbox keeps existing repositories'
+        configuration read-only, not a repository the command makes."""
+        found = changes(before, await anyio.to_thread.run_sync(self.git_watch.snapshot, watched))
+        if found:
+            result.content = [text_block(f"{result.text_content}\n{warning(found)}")]
+            result.structured = {**(result.structured or {}), "git_programs": [f.as_dict() for f in found]}
+        return result
+
+    def _git_note(self, watched: list[str], before: GitState) -> Callable[[], str]:
+        """The same warning, for the end of a background command's log once nothing of it runs any more."""
+        return lambda: warning(changes(before, self.git_watch.snapshot(watched)))
+
+    def _start_background(self, jobs: BackgroundJobs, command: str, spec: RunSpec, cwd_fd: int,
+                          epilogue: Callable[[], str]) -> BackgroundJob:  # fmt: skip
         spec = dataclasses.replace(spec, wall_timeout=None, inactivity_timeout=None)
         try:
-            return self.jobs.start(spec, cwd_fd=cwd_fd, label=command)
+            return jobs.start(spec, cwd_fd=cwd_fd, label=command, epilogue=epilogue)
         except TooManyJobs as exc:
-            raise ToolError(_too_many(exc.jobs, self.jobs.limits.max_jobs), ErrorKind.SHELL_EXECUTE_ERROR) from None
+            raise ToolError(_too_many(exc.jobs, jobs.limits.max_jobs), ErrorKind.SHELL_EXECUTE_ERROR) from None
         except OSError as exc:
             raise ToolError(
                 f"Could not start the command in the background: {exc.strerror or exc}.", ErrorKind.SHELL_EXECUTE_ERROR
             ) from None
 
-    async def _background(self, command: str, directory: str, job: BackgroundJob, delay_ms: int) -> ToolResult:
+    async def _background(
+        self, shell: ShellSession, command: str, directory: str, job: BackgroundJob, delay_ms: int
+    ) -> ToolResult:
         """Wait up to the delay: the normal result if the command finished by then, else where it runs.
         A call cancelled while waiting takes the command with it (its caller never learnt its PID)."""
         end = time.monotonic() + min(delay_ms, MAX_DELAY_MS) / 1000
@@ -357,13 +432,13 @@ class RunShellCommand(Tool):
                 os.unlink(job.log_path)
             except OSError:
                 pass
-            return self._result(command, directory, job.outcome())
+            return self._result(shell.runner, command, directory, job.outcome())
         return self._background_result(command, directory, job, job.detach())
 
     def _background_result(self, command: str, directory: str, job: BackgroundJob, initial: str) -> ToolResult:
-        lifetime = self.jobs.limits.lifetime
-        limit = f"after {lifetime:g} s (--background-timeout)" if lifetime else "only when the server stops"
-        if self.options.shell_sandbox is None:
+        lifetime = self.limits.lifetime
+        limit = f"after {lifetime:g} s (--background-timeout)" if lifetime else "only when the session ends"
+        if self.settings.chosen.mode == "none":
             stop = f"Stop it with `kill -- -{job.pgid}`; it is stopped anyway {limit}."
         else:
             stop = (f"It runs in the sandbox, out of reach of other commands' signals: it ends by itself, or is "
@@ -386,11 +461,11 @@ class RunShellCommand(Tool):
         }
         return ToolResult.text(text, structured)
 
-    def _result(self, command: str, directory: str, outcome: Outcome) -> ToolResult:
+    def _result(self, runner: Runner, command: str, directory: str, outcome: Outcome) -> ToolResult:
         saved: dict[str, str] = {}
         shown = {}
         for stream in (outcome.stdout, outcome.stderr):
-            shown[stream.name], path = self.runner.present(outcome, stream, MAX_SHOWN_CHARS)
+            shown[stream.name], path = runner.present(outcome, stream, MAX_SHOWN_CHARS)
             if path:
                 saved[stream.name] = path
         error = stop_message(outcome, self.settings.output_cap)
@@ -438,6 +513,23 @@ def _too_many(jobs: list[BackgroundJob], limit: int) -> str:
         f"{listed}. Wait for one to finish or stop one (`kill -- -PGID`), or run this command without "
         "is_background."
     )
+
+
+class ShellSession:
+    """One session's shell: its runner (private temporary directory, saved outputs) and background jobs,
+    inside the tool's scratch base, which every sandbox hides from the other sessions' commands."""
+
+    def __init__(self, base: str, owner: object, limits: Limits) -> None:
+        self.runner = Runner("session", base=base, owner=owner)
+        self.jobs = BackgroundJobs(self.runner, limits)
+
+    def close_now(self) -> None:
+        self.jobs.kill_all()
+        self.runner.close_now()
+
+    async def aclose(self) -> None:
+        await self.jobs.aclose()
+        await self.runner.aclose()
 
 
 TOOL = RunShellCommand

@@ -115,7 +115,7 @@ async def test_empty_command_is_invalid(root: Path) -> None:
 
 
 async def test_yes_is_capped_and_killed(root: Path) -> None:
-    result = await shell(root, "yes")
+    result = await shell(root, "yes", *LANDLOCK)
     assert result.is_error
     s = result.structured
     assert "exceeded 16,777,216 bytes" in s["error"]["message"] and s["signal"] in (signal.SIGTERM, signal.SIGPIPE)
