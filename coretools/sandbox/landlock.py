@@ -13,7 +13,8 @@ device ioctls, so terminals work) and grants them beneath a few hierarchies:
   directories, saved outputs and logs), which is carved out by granting each of its siblings, level by
   level from `/`, instead of `/` itself; the session's own directory is granted back;
 * everything (write, create, remove, rename, truncate): the roots, the session's private temporary
-  directory, the package caches (`DEFAULT_CACHES`) and what the operator adds (`--shell-writable`);
+  directory, the package caches (`process_settings.default_caches`) and what the operator adds
+  (`--shell-writable`);
 * read and write: the character devices a shell needs (`/dev/null`, terminals, `/dev/shm`).
 
 What it cannot express, and so does not do: a file inside a writable root cannot be taken back out (a
@@ -34,7 +35,6 @@ import functools
 import os
 import platform
 import stat
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 _SYS_CREATE_RULESET = 444  # the same numbers on x86_64 and aarch64
@@ -69,26 +69,6 @@ FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE  # the rights a rule on 
 
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
            "/dev/pts", "/dev/shm")  # fmt: skip
-
-
-def default_caches(home: str | None = None, env: dict[str, str] | None = None) -> list[str]:
-    """The package caches common toolchains write to, where they exist: the XDG cache (pip, uv, go's build
-    cache, yarn, pre-commit...), npm, cargo's registry and git checkouts, go's module cache, maven and
-    gradle. Existing directories only: nothing is created in the user's home."""
-    env = os.environ if env is None else env
-    home = home or env.get("HOME") or os.path.expanduser("~")
-    gopath = env.get("GOPATH", os.path.join(home, "go")).split(os.pathsep)[0]
-    candidates = [
-        env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"),
-        os.path.join(home, ".npm"),
-        os.path.join(env.get("CARGO_HOME", os.path.join(home, ".cargo")), "registry"),
-        os.path.join(env.get("CARGO_HOME", os.path.join(home, ".cargo")), "git"),
-        os.path.join(gopath, "pkg", "mod"),
-        os.path.join(home, ".m2", "repository"),
-        os.path.join(home, ".gradle", "caches"),
-        os.path.join(home, ".gradle", "wrapper"),
-    ]
-    return [path for path in dict.fromkeys(candidates) if os.path.isdir(path)]
 
 
 # -- the kernel interface ---------------------------------------------------------------------------------
@@ -245,12 +225,3 @@ def landlock_problem(network: bool = True) -> str | None:
         return (f"--shell-no-network needs Landlock ABI 4 (Linux 6.7) to cut TCP without bubblewrap; this kernel "
                 f"has ABI {version}")  # fmt: skip
     return None
-
-
-def describe(version: int | None = None) -> str:
-    version = abi() if version is None else version
-    return f"Landlock ABI {version}"
-
-
-def existing(paths: Iterable[str]) -> list[str]:
-    return [p for p in paths if os.path.exists(p)]

@@ -117,6 +117,26 @@ class Sandbox:
         }[self.mode]
 
 
+def default_caches(home: str | None = None, env: dict[str, str] | None = None) -> list[str]:
+    """The package caches common toolchains write to, where they exist: the XDG cache (pip, uv, go's build
+    cache, yarn, pre-commit...), npm, cargo's registry and git checkouts, go's module cache, maven and
+    gradle. Existing directories only: nothing is created in the user's home."""
+    env = os.environ if env is None else env
+    home = home or env.get("HOME") or os.path.expanduser("~")
+    gopath = env.get("GOPATH", os.path.join(home, "go")).split(os.pathsep)[0]
+    candidates = [
+        env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"),
+        os.path.join(home, ".npm"),
+        os.path.join(env.get("CARGO_HOME", os.path.join(home, ".cargo")), "registry"),
+        os.path.join(env.get("CARGO_HOME", os.path.join(home, ".cargo")), "git"),
+        os.path.join(gopath, "pkg", "mod"),
+        os.path.join(home, ".m2", "repository"),
+        os.path.join(home, ".gradle", "caches"),
+        os.path.join(home, ".gradle", "wrapper"),
+    ]
+    return [path for path in dict.fromkeys(candidates) if os.path.isdir(path)]
+
+
 @functools.lru_cache(maxsize=8)
 def choose_sandbox(asked: str, network: bool) -> Sandbox:
     """The mode that `asked` means on this machine (probing bubblewrap and Landlock once)."""
@@ -169,7 +189,7 @@ class ProcessSettings:
         """The directories a command may write besides the roots and its temporary directory."""
         paths = [os.path.realpath(p) for p in self.writable]
         if self.caches:
-            paths += [os.path.realpath(p) for p in landlock.default_caches()]
+            paths += [os.path.realpath(p) for p in default_caches()]
         return list(dict.fromkeys(paths))
 
     def spec(

@@ -49,6 +49,11 @@ class SessionScope:
                 item = self._items[key] = make()
             return item  # type: ignore[return-value]
 
+    def pop(self, key: str) -> Closeable | None:
+        """Take one object out (its owner is closing it)."""
+        with self._lock:
+            return self._items.pop(key, None)
+
     def _take(self) -> list[Closeable]:
         with self._lock:
             self.closed = not self._reusable

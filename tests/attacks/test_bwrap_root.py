@@ -151,9 +151,12 @@ async def test_etc_cannot_be_written_after_remount(root: Path) -> None:
 @needs_namespaces
 async def test_mount_table_read_only_outside_the_roots(root: Path) -> None:
     """Every mount the sandbox sees is read-only except the roots (and what is pinned inside them), its
-    private /tmp, its own /dev and /proc; /proc/sys and the other host-wide parts of /proc are read-only."""
+    private /tmp, the package caches that exist here, its own /dev and /proc; /proc/sys and the other
+    host-wide parts of /proc are read-only."""
+    from coretools.sandbox.process_settings import default_caches
+
     s = await sandboxed(root, "cat /proc/self/mountinfo")
-    writable_ok = (str(root), "/tmp", "/dev", "/proc")
+    writable_ok = (str(root), "/tmp", "/dev", "/proc", *(os.path.realpath(c) for c in default_caches()))
     points = {line.split()[4] for line in s["stdout"].splitlines()}
     assert "/proc/sys" in points, s
     for line in s["stdout"].splitlines():
