@@ -562,7 +562,7 @@ def _finish(run: ripgrep.RgRun, req: Request, out: Collector) -> None:
         return
     if run.returncode not in (0, 1):
         message = run.stderr.decode("utf-8", "replace").strip()
-        if message.startswith(("rg: ./", "rg: /")):
+        if run.returncode == 2 and message.startswith(("rg: ./", "rg: /")):
             return  # files or directories it could not read (it names each by its path); the rest stands
         if "regex" in message:
             raise ToolError(

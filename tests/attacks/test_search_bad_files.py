@@ -143,7 +143,7 @@ async def test_a_tree_too_deep_to_name_says_where_it_was_cut(tmp_path: Path) -> 
     assert cut in head, head
 
 
-NAME = "d" * 200
+NAME = "regex-" + "d" * 194  # rg's error names the path: no word in it is taken for a pattern error
 
 
 async def test_a_search_stops_after_a_few_files_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
