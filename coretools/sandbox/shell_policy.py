@@ -66,6 +66,7 @@ WORDS = {"word", "string", "raw_string", "ansi_c_string", "translated_string", "
          "brace_expression"}  # fmt: skip
 REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
 HEREDOC_PARTS = ("heredoc_start", "heredoc_body", "heredoc_end", "heredoc_content")
+NAME_TABLES = re.compile(r"BASH_(CMDS|ALIASES)")
 MODEL_SET_VARIABLES = {"_": "$_ is the last argument of the previous command, which the model chose"}
 
 
@@ -126,6 +127,9 @@ class ShellPolicy:
         None for words that are not literal), for reports and tests."""
         if not self.active:
             return []
+        if NAME_TABLES.search(command):
+            raise _refuse(command, "BASH_CMDS and BASH_ALIASES are refused by the shell policy (they change which "
+                          "program a command name runs)")  # fmt: skip
         checker = _Checker(self)
         checker.script(command, 0)
         return checker.found
@@ -362,6 +366,8 @@ class _Checker:
         if base in SHELLS and "-c" in _short_flags(argv):
             self.shell_wrapper(argv, text, depth)
             return
+        if base == "trap":
+            self.trap(argv, text, depth)
         if base == "eval":
             words = argv[1:]
             if any(w is None for w in words):
@@ -401,6 +407,19 @@ class _Checker:
         if script is None:
             raise _refuse(text, f"`{argv[0]} -c` needs its script as a literal argument")
         self.script(script, depth + 1)
+
+    def trap(self, argv: list[str | None], text: str, depth: int) -> None:
+        """`trap ACTION SIGNAL...`: the action is a script bash runs later, checked like `eval`'s."""
+        args = argv[1:]
+        while args and args[0] in ("-l", "-p", "-lp", "-pl"):
+            args = args[1:]
+        if args[:1] == ["--"]:
+            args = args[1:]
+        if len(args) < 2 or args[0] in ("", "-"):
+            return
+        if args[0] is None:
+            raise _refuse(text, "a trap action that is not literal cannot be checked")
+        self.script(args[0], depth + 1)
 
     def allowed(self, argv: list[str | None]) -> bool:
         return any(_matches(argv, prefix, use_basename=False) for prefix in self.policy.allow)

@@ -309,6 +309,14 @@ TABLE_CASES = [
     ("fdfind", "fdfind -HX sh", "-X"),
     ("split", "split --filt=sh f", "--filter"),
     ("wget", "wget --use-askpass=sh https://example.invalid", "--use-askpass"),
+    ("hash", "hash -p /bin/sh ls", "hash -p"),
+    ("enable", "enable -f ./x.so x", "enable -f"),
+    ("mapfile", "mapfile -C sh -c 1 a", "mapfile -C"),
+    ("readarray", "readarray -tC sh a", "readarray -C"),
+    ("compgen", "compgen -C sh x", "compgen -C"),
+    ("complete", "complete -C sh x", "complete -C"),
+    ("bind", "bind -x '\"a\":sh'", "bind -x"),
+    ("alias", "alias ls=sh", "alias definitions"),
     ("cd", "cd /tmp", "leaves the working directory"),
     ("pushd", "pushd ..", "leaves the working directory"),
 ]  # fmt: skip
@@ -444,6 +452,9 @@ MORE_REFUSALS = [
     ("cd", "cd", "without a relative directory"),
     ("cd", "cd -", "without a relative directory"),
     ("bash", "bash -c", "needs its script"),
+    ("trap", "trap 'sh' EXIT", "`sh` is not on the allowlist"),
+    ("trap", "trap $X EXIT", "trap action that is not literal"),
+    ("timeout", "timeout [5l]* git -c x=y status", "not literal"),
 ]  # fmt: skip
 
 
@@ -452,6 +463,15 @@ def test_more_refusals_name_the_part(program: str, command: str, why: str) -> No
     with pytest.raises(Refused) as info:
         ShellPolicy.from_prefixes([program, "ls"], []).check(command)
     assert why in info.value.message
+
+
+@pytest.mark.parametrize("command", ["trap 'rm x' EXIT", "trap -- 'rm x' INT", "hash -p /bin/rm ls", "BASH_CMDS[ls]=/bin/rm",
+                                     "printf -v 'BASH_CMDS[ls]' /bin/rm", "compgen -C 'rm x' y", "mapfile -C 'rm x' a",
+                                     "shopt -s expand_aliases; alias x=rm", "timeout [5r]* x", "nice -n 1 r* x"])  # fmt: skip
+def test_denylist_holds_against_builtins_that_change_what_runs(command: str) -> None:
+    with pytest.raises(Refused):
+        DENY.check(command)
+    DENY.check("trap 'echo done' EXIT; trap - EXIT; trap -l; hash -r; alias")
 
 
 def test_denylist_refusals_that_depend_on_unknown_words() -> None:

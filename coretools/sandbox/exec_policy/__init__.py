@@ -23,7 +23,9 @@ Two levels, by what the operator set:
   `-o ProxyCommand` (and the other command keys), `scp -S`/`-D`, `sftp -S`/`-D`/`-b`, `man -P`/`-H`/`-C`,
   `sdiff --diff-program`, `rg --pre`, `fd -x`/`-X`, `split --filter`, `wget --use-askpass`/`-e`/`--config`;
   launchers and `find -exec` are followed to the command they run, and the launchers that cannot be
-  followed (`OPAQUE_LAUNCHERS`: watch, parallel, tmux...) are refused with arguments.
+  followed (`OPAQUE_LAUNCHERS`: watch, parallel, tmux...) are refused with arguments; so are the bash
+  builtins that run a command or change what a name runs (`builtins.py`: `hash -p`, `enable -f`,
+  `mapfile -C`, `compgen -C`, `bind -x`, alias definitions), and `trap`'s action is checked as a script.
 - with an allowlist (strict), everything the entry cannot account for is refused as well. git may run only
   the built-in subcommands listed in `GIT_SUBCOMMANDS` (an alias or any other command is refused, naming
   it), with no global options other than `-C` into a directory below the working one, no `--output`, no
@@ -58,6 +60,7 @@ import os
 import re
 from collections.abc import Iterable
 
+from coretools.sandbox.exec_policy.builtins import BUILTINS
 from coretools.sandbox.exec_policy.git import check_git
 from coretools.sandbox.exec_policy.launchers import (
     LAUNCHERS,
@@ -132,6 +135,7 @@ TABLE: dict[str, Entry] = {
     **{name: check_launcher for name in LAUNCHERS},
     **{name: check_opaque for name in OPAQUE_LAUNCHERS},
     **OPTION_PROGRAMS,
+    **BUILTINS,
     "cd": check_directory,
     "pushd": check_directory,
 }

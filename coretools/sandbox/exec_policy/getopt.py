@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from coretools.sandbox.exec_policy.words import ArgumentRefused, Word
+from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern, Word
 
 FLAG, VALUE, OPTIONAL = "flag", "value", "optional"
 _NUMBER = re.compile(r"-[-+]?[0-9]")  # nice's `-5`, `--5`, `-+5`: read before its getopt
@@ -95,10 +95,11 @@ def parse(program: str, spec: Spec, args: list[Word]) -> Parsed:
     while i < len(args):
         word = args[i]
         i += 1
-        if word is None:
+        if word is None or (spec.strict_options and not spec.permutes and isinstance(word, Pattern)):
             if spec.strict_options:
-                raise ArgumentRefused(f"an argument of {program} is not literal, so which of its words is an "
-                                      "option, a value or the command cannot be checked")  # fmt: skip
+                raise ArgumentRefused(f"an argument of {program} is not literal (an expansion, or a glob that "
+                                      "becomes any number of words), so which of its words is an option, a value or "
+                                      "the command cannot be checked")  # fmt: skip
             operands.append(word)
             continue
         if word == "--":

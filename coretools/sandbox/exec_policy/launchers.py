@@ -5,7 +5,16 @@ commands cannot be checked at all. Each returns the command it would launch, for
 from __future__ import annotations
 
 from coretools.sandbox.exec_policy.getopt import Spec, parse
-from coretools.sandbox.exec_policy.words import STRICT, ArgumentRefused, Launch, Word, below, literal_args, refuse
+from coretools.sandbox.exec_policy.words import (
+    STRICT,
+    ArgumentRefused,
+    Launch,
+    Pattern,
+    Word,
+    below,
+    literal_args,
+    refuse,
+)
 
 # -- find --------------------------------------------------------------------------------------------------
 
@@ -92,7 +101,7 @@ def check_launcher(name: str, args: list[Word], strict: bool) -> list[Launch]:
     clean = name in CLEAN_ENV_LAUNCHERS or (name == "exec" and any(o.name == "-c" for o in parsed.options))
     if strict and name == "time" and any(o.name == "-o" for o in parsed.options):
         raise refuse(f"time -o writes to a file and is refused {STRICT}")
-    if any(word is None for word in parsed.operands[:positional]):
+    if any(word is None or isinstance(word, Pattern) for word in parsed.operands[:positional]):
         raise not_literal(name)
     inner = parsed.operands[positional:]
     return [Launch(inner, clean_env=clean)] if inner else []
