@@ -47,11 +47,22 @@ def read_message(text: str) -> types.JSONRPCMessage:
     try:
         return types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        if first["type"] == "json_invalid":
-            reason = invalid_json_reason(text, str(first.get("ctx", {}).get("error", first["msg"])))
-            raise Unreadable(reply(request_id(text), types.PARSE_ERROR, f"Parse error: {reason}")) from None
-        raise Unreadable(reply(request_id(text), types.INVALID_REQUEST, _invalid_request(exc))) from None
+        raise Unreadable(answer_to(exc)) from None
+
+
+def answer_to(exc: Exception) -> types.JSONRPCError:
+    """The answer to a line that failed JSON-RPC validation with `exc` (which holds the line, or the value
+    parsed from it); also what the SDK's own stdio transport hands the server for such a line."""
+    if not isinstance(exc, ValidationError):
+        return reply(None, types.PARSE_ERROR, f"Parse error: {exc}")
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    if first["type"] == "json_invalid":
+        text = first["input"] if isinstance(first["input"], str) else bytes(first["input"]).decode("utf-8", "replace")
+        reason = invalid_json_reason(text, str(first.get("ctx", {}).get("error", first["msg"])))
+        return reply(request_id(text), types.PARSE_ERROR, f"Parse error: {reason}")
+    whole = next((e["input"] for e in errors if len(e["loc"]) <= 2 and isinstance(e["input"], dict)), None)
+    return reply(_id_of(whole), types.INVALID_REQUEST, _invalid_request(errors))
 
 
 def reply(request: types.RequestId | None, code: int, message: str) -> types.JSONRPCError:
@@ -94,7 +105,8 @@ def invalid_json_reason(text: str, parser_message: str) -> str:
         return parser_message
     if offset is not None and offset < len(text) and ord(text[offset]) < 0x20 and text[offset] not in "\t\n\r":
         code = ord(text[offset])
-        return f"a raw {_CONTROL_NAMES.get(code, 'control character')} (U+{code:04X}){at}: {parser_message[: where.start()]}"
+        name = _CONTROL_NAMES.get(code, "control character")
+        return f"a raw {name} (U+{code:04X}){at}: {parser_message[: where.start()]}"
     return parser_message[: where.start()] + at
 
 
@@ -112,6 +124,10 @@ def request_id(text: str) -> types.RequestId | None:
             message = {"id": json.loads(found[1], strict=False), "method": ""}
         except ValueError:
             return None
+    return _id_of(message)
+
+
+def _id_of(message: Any) -> types.RequestId | None:
     if not isinstance(message, dict) or "result" in message or "error" in message:
         return None
     ident = message.get("id")
@@ -152,12 +168,12 @@ def _offset(text: str, line: int, column: int) -> int | None:
     return start + len(line_bytes[: column - 1].decode("utf-8", "ignore"))
 
 
-def _invalid_request(exc: ValidationError) -> str:
+def _invalid_request(errors: list[Any]) -> str:
     """Valid JSON that is not a JSON-RPC message: say what one looks like, and what this one lacks as a
     request (the usual intent)."""
     lacking = [
         f"{'.'.join(str(part) for part in error['loc'][1:]) or 'the message'}: {error['msg']}"
-        for error in exc.errors(include_url=False)
+        for error in errors
         if error["loc"][:1] == ("JSONRPCRequest",) or not error["loc"]
     ][:3]
     detail = f" As a request: {'; '.join(lacking)}." if lacking else ""

@@ -6,24 +6,31 @@ tool is running takes the GIL at the tool's first system call, so every `open` o
 can stall behind it (measured: a 2 KB `read_file` spent ~60 us of its ~180 us waiting so). Here the loop
 polls stdin and stdout and does non-blocking reads and writes on them instead.
 
-Only the byte moving is ours: the SDK still frames, parses and serialises the messages (its
-`stdio_server` is given our two streams). Non-blocking mode belongs to an open file description, which
-the host and our children may share with us, so the pipes are reopened through `/proc/self/fd` to get
-descriptions of our own, and the shared ones are never touched. While serving, fd 0 reads the null
-device and fd 1 points at stderr, as with the SDK, so stray output from a handler or a child process
-cannot reach the wire; both are restored on exit.
+Reading is also where a hostile or broken client is met: a line over `--max-message-bytes` is discarded
+as it arrives (`LineReader`), never held whole, and every line that is not a JSON-RPC message is answered
+with an error (`message_streams`, `message_errors`) instead of being dropped with the host left waiting.
+The SDK still validates and serialises the messages.
 
-Where this cannot be done (not Linux, stdin or stdout not a pipe, no /proc), `claim_pipes` returns None
-and the server uses the SDK's threaded transport. `CORETOOLS_STDIO=sdk` asks for that one explicitly.
+Non-blocking mode belongs to an open file description, which the host and our children may share with
+us, so pipes are reopened through `/proc/self/fd` to get descriptions of our own, and sockets (what hosts
+written for Node.js give) are read and written with per-call `MSG_DONTWAIT`; the shared descriptions are
+never touched. While serving, fd 0 reads the null device and fd 1 points at stderr, as with the SDK, so
+stray output from a handler or a child process cannot reach the wire; both are restored on exit.
+
+Where this cannot be done (not Linux, stdin or stdout neither a pipe nor a socket), `claim_pipes` returns
+None and the server uses the SDK's threaded transport, whose unreadable lines `answering` still answers
+(but which reads a line whole). `CORETOOLS_STDIO=sdk` asks for that one explicitly.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import socket
 import stat
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -54,8 +61,11 @@ class LineReader:
     arrives is counted and dropped until the line ends, and the reader yields an `Oversized` in its place.
     The memory one line can take is the limit plus one read."""
 
-    def __init__(self, fd: int, limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self, fd: int, limit: int = DEFAULT_MAX_MESSAGE_BYTES, read: Callable[[int], bytes] | None = None
+    ) -> None:
         self._fd = fd
+        self._read = read or functools.partial(os.read, fd)
         self._limit = limit
         self._buffer = bytearray()
         self._scanned = 0  # no newline in buffer[:_scanned]: a long message is not rescanned per chunk
@@ -78,7 +88,7 @@ class LineReader:
                     raise StopAsyncIteration
                 return self._take(len(self._buffer))
             try:
-                chunk = os.read(self._fd, READ_SIZE)
+                chunk = self._read(READ_SIZE)
             except BlockingIOError:
                 await anyio.wait_readable(self._fd)
                 continue
@@ -114,8 +124,9 @@ class Writer:
     """`write` collects text, `flush` sends it, waiting for room in the pipe when it is full (a client that
     stops reading holds up only the replies, never the loop)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, write: Callable[[memoryview], int] | None = None) -> None:
         self._fd = fd
+        self._write = write or functools.partial(os.write, fd)
         self._pending: list[str] = []
         self._hung_up = False
 
@@ -127,11 +138,11 @@ class Writer:
         self._pending.clear()
         while data and not self._hung_up:
             try:
-                written = os.write(self._fd, data)
+                written = self._write(data)
             except BlockingIOError:
                 await anyio.wait_writable(self._fd)
                 continue
-            except BrokenPipeError:
+            except (BrokenPipeError, ConnectionResetError):
                 # The client is gone. Replies have nowhere to go; stdin's end of input will stop the server,
                 # without a traceback for a client that simply hung up.
                 self._hung_up = True
@@ -189,32 +200,78 @@ async def message_streams(pipes: Pipes, limit: int) -> AsyncIterator[tuple[Any, 
         yield read_stream, write_stream
 
 
-def _is_pipe(fd: int) -> bool:
+@asynccontextmanager
+async def answering(streams: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's own stdio transport (`streams`, where ours cannot be had), with each line it could not read
+    answered (`message_errors.answer_to`) instead of handed to the server, which would only log it."""
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    from coretools.server.message_errors import answer_to
+
+    async with streams as (read, write):
+        relay_writer, relayed = create_context_streams[SessionMessage](0)
+
+        async def relay(replies: Any) -> None:
+            async with relay_writer, replies:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        logger.info("unreadable stdio message: %s", item)
+                        await replies.send(SessionMessage(answer_to(item)))
+                    else:
+                        await relay_writer.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay, write.clone())
+            yield relayed, write
+
+
+def _kind(fd: int) -> str | None:
     try:
-        return stat.S_ISFIFO(os.fstat(fd).st_mode)
+        mode = os.fstat(fd).st_mode
     except OSError:
-        return False
+        return None
+    return "pipe" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else None
+
+
+def _without_waiting(call: Callable[[Any, int], Any]) -> Callable[[Any], Any]:
+    """A socket's `recv` or `send` that raises `BlockingIOError` instead of waiting."""
+    return lambda arg: call(arg, socket.MSG_DONTWAIT)
 
 
 @contextmanager
 def claim_pipes(limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[Pipes | None]:
-    """Our own non-blocking descriptions of the stdin and stdout pipes, with fd 0 and 1 diverted while
+    """Our own non-blocking access to the stdin and stdout pipes or sockets, with fd 0 and 1 diverted while
     they are in use, and lines read up to `limit` bytes; None (and nothing changed) where that is not
-    possible."""
-    if os.environ.get("CORETOOLS_STDIO") == "sdk" or sys.platform != "linux" or not (_is_pipe(0) and _is_pipe(1)):
+    possible.
+
+    A pipe is reopened through /proc as a non-blocking description of our own. A socket (hosts written for
+    Node.js give their servers socket pairs, not pipes) cannot be reopened, so a duplicate of it is read and
+    written with per-call non-blocking flags (`MSG_DONTWAIT`), leaving the shared description as it is."""
+    kinds = (_kind(0), _kind(1))
+    if os.environ.get("CORETOOLS_STDIO") == "sdk" or sys.platform != "linux" or None in kinds:
         yield None
         return
     opened: list[int] = []
+    sockets: dict[int, socket.socket] = {}
     try:
-        for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY)):
-            opened.append(os.open(f"/proc/self/fd/{fd}", mode | os.O_NONBLOCK | os.O_CLOEXEC))
+        for fd, mode, kind in ((0, os.O_RDONLY, kinds[0]), (1, os.O_WRONLY, kinds[1])):
+            if kind == "socket":
+                opened.append(os.dup(fd))  # not inherited by children, as O_CLOEXEC below
+                sockets[fd] = socket.socket(fileno=opened[-1])
+            else:
+                opened.append(os.open(f"/proc/self/fd/{fd}", mode | os.O_NONBLOCK | os.O_CLOEXEC))
         # the wire as it was, to put back on exit (above 2, so it cannot be mistaken for a standard stream)
         saved = [os.dup(0), os.dup(1)]
     except OSError:
+        for sock in sockets.values():
+            sock.detach()
         for fd in opened:
             os.close(fd)
         yield None
         return
+    read = _without_waiting(sockets[0].recv) if 0 in sockets else None
+    write = _without_waiting(sockets[1].send) if 1 in sockets else None
     try:
         null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         try:
@@ -222,7 +279,7 @@ def claim_pipes(limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[Pipes | None
         finally:
             os.close(null)
         os.dup2(2, 1)
-        yield Pipes(LineReader(opened[0], limit), Writer(opened[1]))
+        yield Pipes(LineReader(opened[0], limit, read), Writer(opened[1], write))
     finally:
         for fd, original in zip((0, 1), saved):
             try:
@@ -230,5 +287,7 @@ def claim_pipes(limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[Pipes | None
             except OSError:
                 pass
             os.close(original)
+        for sock in sockets.values():
+            sock.detach()
         for fd in opened:
             os.close(fd)

@@ -35,14 +35,28 @@ INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"nam
 
 
 class RawStdio:
-    """A stdio server subprocess, its stdout read into a queue of decoded JSON-RPC messages."""
+    """A stdio server subprocess, its stdout read into a queue of decoded JSON-RPC messages. `wire`: "pipe"
+    (as most hosts), "socket" (socket pairs, as hosts written for Node.js give), or "sdk" (pipes, and the
+    MCP SDK's threaded transport, used where the server's own cannot be)."""
 
-    def __init__(self, root: Path, *flags: str, stderr: Path) -> None:
+    def __init__(self, root: Path, *flags: str, stderr: Path, wire: str = "pipe") -> None:
         self._err = stderr.open("wb")
-        self.proc = subprocess.Popen(
-            server_command([root], *flags, transport="stdio"),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, env=server_env(), cwd=str(REPO),
-        )
+        env = server_env({"CORETOOLS_STDIO": "sdk" if wire == "sdk" else ""})
+        command = server_command([root], *flags, transport="stdio")
+        if wire == "socket":
+            ours, theirs = zip(socket.socketpair(), socket.socketpair())
+            with theirs[0], theirs[1]:
+                self.proc = subprocess.Popen(
+                    command, stdin=theirs[0], stdout=theirs[1], stderr=self._err, env=env, cwd=str(REPO)
+                )
+            self._stdin, self._stdout = ours[0].makefile("wb"), ours[1].makefile("rb")
+            self._sockets = ours
+        else:
+            self.proc = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, env=env, cwd=str(REPO)
+            )
+            self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
+            self._sockets = ()
         self.messages: queue.Queue[Any] = queue.Queue()
         self.seen: list[Any] = []
         threading.Thread(target=self._pump, daemon=True).start()
@@ -52,14 +66,14 @@ class RawStdio:
         self.ping("warm")
 
     def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        assert self._stdout is not None
+        for line in self._stdout:
             self.messages.put(json.loads(line))  # every stdout line must be JSON-RPC
 
     def send(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        assert self._stdin is not None
+        self._stdin.write(data)
+        self._stdin.flush()
 
     def send_json(self, message: dict) -> None:
         self.send(json.dumps(message).encode() + b"\n")
@@ -89,14 +103,20 @@ class RawStdio:
         return int(next(x for x in status.splitlines() if x.startswith("VmHWM:")).split()[1]) * 1024
 
     def close(self) -> str:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
+        if self._err.closed:
+            return Path(self._err.name).read_text(errors="replace")
+        if self._stdin is not None:
+            self._stdin.close()
+        for sock in self._sockets[:1]:
+            sock.shutdown(socket.SHUT_WR)  # end of input, as a host that closes its end
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         self._err.close()
+        for sock in self._sockets:
+            sock.close()
         return Path(self._err.name).read_text(errors="replace")
 
 
@@ -104,8 +124,8 @@ class RawStdio:
 def stdio(root: Path, tmp_path: Path):
     servers: list[RawStdio] = []
 
-    def start(*flags: str) -> RawStdio:
-        servers.append(RawStdio(root, *flags, stderr=tmp_path / f"stderr-{len(servers)}.log"))
+    def start(*flags: str, wire: str = "pipe") -> RawStdio:
+        servers.append(RawStdio(root, *flags, stderr=tmp_path / f"stderr-{len(servers)}.log", wire=wire))
         return servers[-1]
 
     yield start
@@ -122,8 +142,9 @@ def _call(request_id: Any, name: str, arguments: str) -> bytes:
 # -- stdio: the message size limit -------------------------------------------------------------------------
 
 
-def test_a_200_mb_stdio_line_is_discarded_as_it_streams_and_answered(stdio, root: Path) -> None:
-    server = stdio()
+@pytest.mark.parametrize("wire", ["pipe", "socket"])
+def test_a_200_mb_stdio_line_is_discarded_as_it_streams_and_answered(stdio, root: Path, wire: str) -> None:
+    server = stdio(wire=wire)
     idle = server.peak()
     head = _call("huge", "write_file", '{"file_path": "huge.txt", "content": "')[:-4]
     server.send(head)
@@ -186,8 +207,9 @@ UNREADABLE = {  # name: (line, id of the answer, code, what its message must say
 }
 
 
-def test_unreadable_stdio_lines_are_answered_and_the_next_one_served(stdio) -> None:
-    server = stdio()
+@pytest.mark.parametrize("wire", ["pipe", "socket", "sdk"])
+def test_unreadable_stdio_lines_are_answered_and_the_next_one_served(stdio, wire: str) -> None:
+    server = stdio(wire=wire)
     for name, (line, request_id, code, says) in UNREADABLE.items():
         server.send(line)
         answer = server.reply(request_id, error=True)

@@ -507,3 +507,181 @@ def test_raw_jsonrpc_garbage_keeps_the_server_answering(root: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+# -- every tool, every parameter, bad values as raw JSON text -----------------------------------------------
+
+# Values no official client would send (it cannot encode a lone surrogate, and it would round a huge number),
+# written as JSON text: lone surrogate escapes (answered as unreadable messages, with the request's id), NUL,
+# 70,000-character strings, huge and out-of-range numbers, and every wrong type.
+RAW_VALUES = [
+    '"a\\u0000b"', '"\\u0000"', '"\\ud800"', '"x\\udc00y"', '"' + "x" * 70_000 + '"', '"' + "\u00e9" * 70_000 + '"',
+    '"\\u202e\\u0301"', "1e308", "-1e308", "1e400", "123456789012345678901234567890", "-9223372036854775809",
+    "1" + "0" * 5000, "0.5", "-1", "0", "true", "null", "[]", "{}", '["\\u0000", 1e400]', '{"k": "\\ud800"}',
+    "[[[[[[[[1]]]]]]]]", '"' + "../" * 5000 + '"',
+]
+UNKNOWN_NAMES = ['"READ_FILE"', '"read_file\\u0000"', '""', '"' + "t" * 70_000 + '"', '"\\ud800"', "42", "null"]
+
+
+class RawSession:
+    """A stdio server spoken to in raw lines; answers collected by id."""
+
+    def __init__(self, params, errlog: Path) -> None:
+        import subprocess
+        import threading
+
+        self._err = errlog.open("wb")
+        self.proc = subprocess.Popen(
+            [params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+            env={**os.environ, **params.env}, cwd=params.cwd,
+        )
+        self.answers: dict[Any, dict] = {}
+        self._arrived = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        self.send(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init}))
+        self.wait(["init"], 60)
+        self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        self.send('{"jsonrpc": "2.0", "id": "list", "method": "tools/list"}')
+        self.tools = {t["name"]: t["inputSchema"] for t in self.wait(["list"], 60)[0]["result"]["tools"]}
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            message = json.loads(line)  # stdout carries JSON-RPC only
+            with self._arrived:
+                self.answers[message.get("id")] = message
+                self._arrived.notify_all()
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
+        self.proc.stdin.flush()
+
+    def wait(self, ids: list[Any], timeout: float) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while not all(i in self.answers for i in ids):
+                left = deadline - time.monotonic()
+                missing = [i for i in ids if i not in self.answers]
+                assert left > 0 and self.proc.poll() is None, f"unanswered: {missing[:5]} (alive: {self.proc.poll() is None})"
+                self._arrived.wait(min(left, 1.0))
+            return [self.answers.pop(i) for i in ids]
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self._err.close()
+        return Path(self._err.name).read_text(errors="replace")
+
+
+def _raw_call(request_id: int, name_json: str, arguments: dict[str, str]) -> str:
+    """A tools/call line; the tool name and each argument value are JSON text, spliced in as they are."""
+    members = ", ".join(f"{json.dumps(k)}: {v}" for k, v in arguments.items())
+    return (
+        f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", '
+        f'"params": {{"name": {name_json}, "arguments": {{{members}}}}}}}'
+    )
+
+
+def _raw_calls(tools: dict[str, dict[str, Any]]) -> list[str]:
+    """Each bad value in each parameter (published name or alias) of each tool, the other required
+    parameters plausible; each alias given with its published name and a different value; unknown names."""
+    from coretools.server.toolset import tool_classes
+
+    aliases = {cls.name: cls.aliases for cls in tool_classes()}
+    lines: list[str] = []
+    for name, schema in sorted(tools.items()):
+        base = {k: json.dumps(v) for k, v in _baseline(schema).items()}
+        names = list(schema.get("properties", {})) + list(aliases.get(name, {}))
+        for prop in names:
+            for value in RAW_VALUES:
+                args = {k: v for k, v in base.items() if k != prop} | {prop: value}
+                lines.append(_raw_call(len(lines), json.dumps(name), args))
+        for alias, target in aliases.get(name, {}).items():
+            for first, second in (('"a.txt"', '"sub/code.py"'), ("1", "2"), ("true", "false"), ('"x"', "3")):
+                args = {k: v for k, v in base.items() if k not in (alias, target)} | {alias: first, target: second}
+                lines.append(_raw_call(len(lines), json.dumps(name), args))
+    for unknown in UNKNOWN_NAMES:
+        lines.append(_raw_call(len(lines), unknown, {"absolute_path": '"a.txt"'}))
+    return lines
+
+
+def test_every_tool_answers_every_bad_value_sent_raw(tmp_path: Path) -> None:
+    """Below the client: each call is answered (a result, or a JSON-RPC error carrying its id), none with an
+    internal error, and the server logs no traceback. Sent 16 at a time, one session's share of call slots."""
+    base = tmp_path / "raw"
+    root, _, cwd, home = _populate(base)
+    params = stdio_params([root], "--allow-command", "echo", "--shell-timeout", "5", "--web-fetch-private", "deny",
+                          "--web-fetch-timeout", "1", env={"HOME": str(home)})
+    params.cwd = str(cwd)
+    session = RawSession(params, base / "stderr.log")
+    bad: list[str] = []
+    try:
+        lines = _raw_calls(session.tools)
+        for start in range(0, len(lines), 16):
+            batch = lines[start : start + 16]
+            for line in batch:
+                session.send(line)
+            for offset, answer in enumerate(session.wait(list(range(start, start + len(batch))), 120)):
+                sent = batch[offset]
+                if "error" in answer:
+                    if answer["error"]["code"] in (0, -32603):
+                        bad.append(f"{sent[:200]} -> {answer['error']}")
+                    continue
+                text = "\n".join(block.get("text", "") for block in answer["result"]["content"])
+                if INTERNAL_ERROR_TEXT in text or "Internal error" in text:
+                    bad.append(f"{sent[:200]} -> {text[:200]}")
+        assert len(lines) > 500
+    finally:
+        log = session.close()
+    assert not bad, f"{len(bad)} internal errors:\n" + "\n".join(bad[:10])
+    assert "Traceback" not in log and "failed unexpectedly" not in log, log[-3000:]
+
+
+def _sse_or_json(body: bytes) -> dict:
+    """The JSON-RPC answer of a 2026-07-28 POST: a JSON body, or the last `data:` line of an event stream."""
+    text = body.decode()
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1])
+
+
+def test_lone_surrogates_reaching_the_tools_over_http_are_answered(tmp_path: Path) -> None:
+    """The 2026-07-28 HTTP entry reads a body with Python's `json`, which lets a lone surrogate escape
+    through as a string no system call can take: each tool gets one in each of its string parameters, and
+    must answer with a result that is no internal error."""
+    import httpx2
+
+    from http_harness import HttpServer
+
+    base = tmp_path / "http"
+    root, _, _, home = _populate(base)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    flags = ("--allow-command", "echo", "--web-fetch-private", "deny", "--web-fetch-timeout", "1")
+    bad: list[str] = []
+    with HttpServer.start([root], *flags, env={"HOME": str(home)}) as server, httpx2.Client(timeout=60, trust_env=False) as http:
+
+        def post(method: str, params: dict, name: str = "") -> dict:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}})
+            headers = {
+                "content-type": "application/json", "accept": "application/json, text/event-stream",
+                "mcp-protocol-version": "2026-07-28", "mcp-method": method,
+            } | ({"mcp-name": name} if name else {})
+            return _sse_or_json(http.post(server.url, headers=headers, content=body.replace("SURROGATE", "\\ud800")).content)
+
+        tools = {t["name"]: t["inputSchema"] for t in post("tools/list", {})["result"]["tools"]}
+        for name, schema in sorted(tools.items()):
+            for prop, prop_schema in schema.get("properties", {}).items():
+                value = "a.txt SURROGATE" if prop_schema.get("type") == "string" else ["SURROGATE"]
+                if prop_schema.get("type") not in ("string", "array"):
+                    continue
+                answer = post("tools/call", {"name": name, "arguments": {**_baseline(schema), prop: value}}, name)
+                text = json.dumps(answer)
+                if "error" in answer and answer["error"]["code"] in (0, -32603) or INTERNAL_ERROR_TEXT in text:
+                    bad.append(f"{name}.{prop} -> {text[:300]}")
+        log = "".join(server.stderr)
+    assert not bad, "\n".join(bad)
+    assert "Traceback" not in log, log[-3000:]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -181,6 +182,30 @@ def test_claim_diverts_fd_1_and_0_and_restores_them() -> None:
     assert "stray-bytes-from-a-handler" in err and "stray-from-a-child" in err
     assert "stdin-now-null=True" in err
     assert "shared-nonblocking=False/False" in err
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the event-loop transport is Linux-only")
+def test_claim_takes_sockets_as_node_hosts_give_them_and_leaves_them_blocking() -> None:
+    """Hosts written for Node.js (libuv) give a server socket pairs, not pipes, for stdin and stdout."""
+    stdin_ours, stdin_theirs = socket.socketpair()
+    stdout_ours, stdout_theirs = socket.socketpair()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with stdin_ours, stdout_ours:
+        with stdin_theirs, stdout_theirs:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _CLAIM_PROBE], stdin=stdin_theirs, stdout=stdout_theirs,
+                stderr=subprocess.PIPE, env=env,
+            )
+        stdin_ours.shutdown(socket.SHUT_WR)
+        _, err = proc.communicate(timeout=60)
+        stdout_ours.settimeout(10)
+        received = b""
+        while chunk := stdout_ours.recv(1 << 16):
+            received += chunk
+    assert proc.returncode == 0, err.decode()
+    assert "claimed=True" in err.decode()
+    assert received == b"wire\nafter\n"
+    assert "shared-nonblocking=False/False" in err.decode()
 
 
 def test_claim_declines_when_stdin_is_not_a_pipe(tmp_path: Path) -> None:
