@@ -7,11 +7,12 @@ every caller's latency bounded too: a per-session queue length, an overall queue
 timeout (never longer than `--call-timeout`). Only a full queue or a timed-out wait answers with an error
 (kind `server_busy`) that names the limit and how long the call waited.
 
-A client (whatever identifies one: over HTTP the peer's address) may hold at most half of the server's
-slots and half of its queue places, rounded up. However many sessions one client opens, the other half
-stays free for the rest, so another client's quick call starts at once while one client saturates its
-share; a running call cannot be taken back, so only a share held back up front guarantees that. Calls
-with no client (stdio, which serves one) have no share to count.
+A client (whatever identifies one: over HTTP the peer's address) may hold all of the server's slots but
+an eighth (at least one), and likewise of its queue places. However many sessions one client opens, that
+eighth stays free for the others, so another client's quick call starts at once while one client
+saturates its share; a running call cannot be taken back, so only slots held back up front guarantee
+that. A client alone still has nearly the whole server. Calls with no client (stdio, which serves one)
+have no share to count.
 
 Order: first come first served within a session. A freed slot goes to the waiting client with the fewest
 calls running (below its share), and within it to the session with the fewest; among equals they take
@@ -93,8 +94,8 @@ class CallLimiter:
     _seq: Any = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
-        self.max_client_calls = None if self.max_calls is None else _half(self.max_calls)
-        self.max_client_queued_calls = _half(self.max_queued_calls)
+        self.max_client_calls = None if self.max_calls is None else _share(self.max_calls)
+        self.max_client_queued_calls = _share(self.max_queued_calls)
 
     @classmethod
     def from_config(cls, config: ServerConfig) -> CallLimiter:
@@ -366,8 +367,8 @@ class CallLimiter:
         if self._client_full(client) and self.max_client_calls != self.max_calls:
             return (
                 f"this client already has {_calls(self.client_running(client), verb=False)} running, the most "
-                f"one client may run at once: half of the server's {self.max_calls} (server option --max-calls), "
-                "the other half being kept for other clients"
+                f"one client may run at once: all but {self.max_calls - self.max_client_calls} of the server's "
+                f"{self.max_calls} (server option --max-calls), the rest being kept for other clients"
             )
         if self.max_calls is not None and self.running >= self.max_calls:
             return (
@@ -389,8 +390,9 @@ class CallLimiter:
             and self.max_client_queued_calls != self.max_queued_calls
         ):
             queue = (
-                f"{_more(self.client_queued(client))} waiting, the most one client may queue: half of the "
-                f"server's {self.max_queued_calls} places (server option --max-queued-calls)"
+                f"{_more(self.client_queued(client))} waiting, the most one client may queue: all but "
+                f"{self.max_queued_calls - self.max_client_queued_calls} of the server's {self.max_queued_calls} "
+                "places (server option --max-queued-calls)"
             )
         elif self.queued >= self.max_queued_calls:
             queue = (
@@ -435,9 +437,10 @@ def _decrement(counts: dict[Any, int], key: Hashable | None) -> None:
         counts.pop(key, None)
 
 
-def _half(limit: int) -> int:
-    """A client's share of a limit: half, rounded up (all of a limit of 1)."""
-    return (limit + 1) // 2
+def _share(limit: int) -> int:
+    """A client's share of a limit: all of it but an eighth (at least one) kept for other clients; all of
+    a limit of 1 (or 0)."""
+    return limit - max(1, limit // 8) if limit > 1 else limit
 
 
 def request_progress(ctx: Any) -> ProgressFn | None:

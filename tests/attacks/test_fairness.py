@@ -1,7 +1,7 @@
 """One client cannot starve the others, through a real HTTP server.
 
-Call slots: a client holds at most half of the server's slots however many sessions it opens, so while
-client A saturates its share with long `sleep` commands, client B's quick call is answered at once. The
+Call slots: a client holds all of the server's slots but an eighth however many sessions it opens, so
+while client A saturates its share with long `sleep` commands, client B's quick call is answered at once. The
 server tells clients apart by the peer's address: A connects from 127.0.0.2, B from 127.0.0.1. Both
 protocol eras: 2025-era sessions, and 2026-07-28 requests, which have no session at all.
 
@@ -71,7 +71,7 @@ async def test_a_client_saturating_its_share_leaves_room_for_another(tmp_path: P
             async with anyio.create_task_group() as tg:
                 for i in range(16):
                     tg.start_soon(hold, sessions[i % 4], i)
-                assert await eventually(lambda: len(list(started.iterdir())) >= 4), "A's commands did not start"
+                assert await eventually(lambda: len(list(started.iterdir())) >= 7), "A's commands did not start"
                 await anyio.sleep(1.0)  # A's other calls have arrived and wait for a slot
                 async with client_from(B, server.url, mode) as other:
                     for _ in range(5):
@@ -83,7 +83,7 @@ async def test_a_client_saturating_its_share_leaves_room_for_another(tmp_path: P
                 tg.cancel_scope.cancel()
     print(f"B's read_file while A saturates ({mode}): worst {max(latencies):.2f} s; A ran {running} at once")
     assert max(latencies) < WORST, latencies
-    assert running == 4, f"A ran {running} commands at once, not half of the 8 slots"
+    assert running == 7, f"A ran {running} commands at once, not all of the 8 slots but one"
 
 
 INIT = {

@@ -79,9 +79,9 @@ async def test_sessions_take_turns_and_each_session_keeps_its_order() -> None:
     assert limiter.idle()
 
 
-async def test_one_client_holds_half_the_slots_however_many_sessions_it_opens() -> None:
-    """Client A fans out over four sessions; it runs four calls (half of eight) and queues the rest, so
-    client B's call starts at once, and a freed slot goes to the client with fewer calls running."""
+async def test_one_client_leaves_a_slot_free_however_many_sessions_it_opens() -> None:
+    """Client A fans out over four sessions of two slots each; it runs seven calls (all of eight but an
+    eighth) and queues the rest, so client B's call starts at once."""
     limiter = CallLimiter(max_calls=8, max_session_calls=2)
     hold = anyio.Event()
     started: list[str] = []
@@ -97,13 +97,13 @@ async def test_one_client_holds_half_the_slots_however_many_sessions_it_opens() 
         for i in range(16):
             tg.start_soon(call, Ctx(f"a-session{i % 4}", client="A"), f"a{i}")
         await anyio.sleep(0.01)
-        assert limiter.client_running("A") == 4 and limiter.queued == 12 and limiter.running == 4
+        assert limiter.client_running("A") == 7 and limiter.queued == 9 and limiter.running == 7
         assert text_of(await call(Ctx("b-session", client="B"), "b0")) == "b0"
         assert started[-1] == "b0" and limiter.client_running("B") == 0
-        for i in range(5):  # C runs its four too; now the server is full
-            tg.start_soon(call, Ctx(f"c-session{i % 2}", client="C"), f"c{i}")
+        for i in range(3):  # C takes the slot left, and its other calls wait
+            tg.start_soon(call, Ctx(f"c-session{i}", client="C"), f"c{i}")
         await anyio.sleep(0.01)
-        assert limiter.running == 8 and limiter.client_running("C") == 4 and limiter.client_queued("C") == 1
+        assert limiter.running == 8 and limiter.client_running("C") == 1 and limiter.client_queued("C") == 2
         hold.set()
     assert limiter.idle()
 
@@ -137,7 +137,7 @@ async def test_a_freed_slot_goes_to_the_waiting_client_with_the_fewest_calls_run
     assert sorted(order) == sorted(names) and limiter.idle()
 
 
-async def test_one_client_takes_half_the_queue_and_is_told_so() -> None:
+async def test_one_client_leaves_queue_places_free_and_is_told_so() -> None:
     limiter = CallLimiter(max_calls=2, max_queued_calls=4)
     hold = anyio.Event()
 
@@ -152,19 +152,19 @@ async def test_one_client_takes_half_the_queue_and_is_told_so() -> None:
         results[name] = await call(Ctx(f"{client}-{name}", client=client), name)
 
     async with anyio.create_task_group() as tg:
-        for i in range(4):  # one runs (half of 2), two wait (half of 4), the fourth is refused
+        for i in range(5):  # one runs (all of 2 but 1), three wait (all of 4 but 1), the fifth is refused
             tg.start_soon(one, "A", f"a{i}")
             await anyio.sleep(0.005)
-        text = text_of(results["a3"])
+        text = text_of(results["a4"])
         assert text.startswith("Server busy: this client already has 1 tool call running"), text
-        assert "half of the server's 2 (server option --max-calls)" in text
-        assert "2 more of its calls are waiting" in text and "half of the server's 4 places" in text
-        for i in range(3):  # B runs one and queues two: A's half of the queue left room for them
+        assert "all but 1 of the server's 2 (server option --max-calls)" in text
+        assert "3 more of its calls are waiting" in text and "all but 1 of the server's 4 places" in text
+        for i in range(2):  # B runs one and queues one in the room A had to leave
             tg.start_soon(one, "B", f"b{i}")
             await anyio.sleep(0.005)
-        assert limiter.running == 2 and limiter.queued == 4 and not any(r.is_error for n, r in results.items() if n[0] == "b")
+        assert limiter.running == 2 and limiter.queued == 4 and sorted(results) == ["a4"]
         hold.set()
-    assert sorted(n for n, r in results.items() if not r.is_error) == ["a0", "a1", "a2", "b0", "b1", "b2"]
+    assert sorted(n for n, r in results.items() if not r.is_error) == ["a0", "a1", "a2", "a3", "b0", "b1"]
     assert limiter.idle()
 
 

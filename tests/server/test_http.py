@@ -319,8 +319,8 @@ async def test_busy_limits_per_session_and_overall_without_a_queue(tmp_path: Pat
     (tmp_path / "root").mkdir()
     markers = tmp_path / "m"
     markers.mkdir()
-    # both clients connect from 127.0.0.1, one client to the server: 3 calls at once, half of --max-calls
-    flags = ("--max-session-calls", "2", "--max-calls", "6", "--queue-timeout", "0", "--structured-content")
+    # both clients connect from 127.0.0.1, one client to the server: it runs all of --max-calls but one
+    flags = ("--max-session-calls", "2", "--max-calls", "4", "--queue-timeout", "0", "--structured-content")
     with HttpServer.start([tmp_path / "root"], *flags, probe=True) as server:
         async with http_client(server.url) as first, http_client(server.url) as second:
             async with anyio.create_task_group() as tg:
