@@ -12,7 +12,7 @@ device ioctls, so terminals work) and grants them beneath a few hierarchies:
 * read and execute: everything, except the server's scratch base (`hidden`: every session's private
   directories, saved outputs and logs), which is carved out by granting each of its siblings, level by
   level from `/`, instead of `/` itself; the session's own directory is granted back;
-* everything (write, create, remove, rename, truncate): the roots, the session's private temporary
+* everything but device nodes (write, create, remove, rename, truncate): the roots, the session's private temporary
   directory, the package caches (`process_settings.default_caches`) and what the operator adds
   (`--shell-writable`);
 * read and write: the character devices a shell needs (`/dev/null`, terminals, `/dev/shm`).
@@ -24,7 +24,8 @@ run a program on the host instead); secret env files cannot be masked (reads are
 too); `/tmp` itself is read-only (commands get `TMPDIR`). Later ABIs add: `REFER` (2: links and renames
 across directories), `TRUNCATE` (3), TCP `bind`/`connect` (4: `--shell-no-network`, TCP only), device
 ioctls (5), and the scoping of signals and abstract unix sockets to the domain (6: a command cannot signal
-the server, its reaper or another session's processes).
+the server, its reaper or another session's processes). Landlock's network rules cover TCP only: without
+the network, the reaper's seccomp filter refuses every socket but a unix one, whatever the ABI.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ import os
 import platform
 import stat
 from dataclasses import dataclass
+
+from coretools.sandbox.seccomp import filter_program
 
 _SYS_CREATE_RULESET = 444  # the same numbers on x86_64 and aarch64
 _SYS_ADD_RULE = 445
@@ -143,9 +146,7 @@ class Ruleset:
             raise LandlockError(errno.ENOSYS, "Landlock is not available on this kernel")
         self.fs = handled_fs(self.version)
         attr = _RulesetAttr(self.fs, 0, 0)
-        if not grants.network:
-            if self.version < 4:
-                raise LandlockError(errno.ENOSYS, f"Landlock ABI {self.version} cannot restrict the network (4 needed)")
+        if not grants.network and self.version >= 4:
             attr.handled_access_net = BIND_TCP | CONNECT_TCP
         if self.version >= 6:
             attr.scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
@@ -162,7 +163,7 @@ class Ruleset:
             for path in DEVICES:
                 self.grant(path, READ_FILE | WRITE_FILE | READ_DIR | MAKE_REG, missing_ok=True)
             for path in grants.writable:
-                self.grant(path, self.fs)
+                self.grant(path, self.fs & ~(MAKE_CHAR | MAKE_BLOCK))
         except BaseException:
             self.close()
             raise
@@ -221,7 +222,7 @@ def landlock_problem(network: bool = True) -> str | None:
     if version < 1:
         return ("Landlock is not available (Linux 5.13 or newer with the landlock LSM enabled is needed: check "
                 "`cat /sys/kernel/security/lsm`; a container's seccomp profile may also filter its system calls)")  # fmt: skip
-    if not network and version < 4:
-        return (f"--shell-no-network needs Landlock ABI 4 (Linux 6.7) to cut TCP without bubblewrap; this kernel "
-                f"has ABI {version}")  # fmt: skip
+    if not network and version < 4 and filter_program(network=False) is None:
+        return (f"--shell-no-network needs Landlock ABI 4 (Linux 6.7) or the seccomp filter (x86_64, aarch64) to "
+                f"cut the network without bubblewrap; this kernel has ABI {version} on {platform.machine()}")  # fmt: skip
     return None

@@ -229,7 +229,7 @@ class ProcessSettings:
                     network=self.network,
                 )
                 ruleset = landlock.Ruleset(grants)
-            argv, pass_fds, on_exit = _reaped(argv, ruleset, seccomp=mode == "landlock")
+            argv, pass_fds, on_exit = _reaped(argv, ruleset, seccomp=mode == "landlock", network=self.network)
             extra.update(pass_fds=pass_fds, on_exit=_chain(extra.get("on_exit"), on_exit))
         return RunSpec(
             argv,
@@ -242,10 +242,11 @@ class ProcessSettings:
         )
 
 
-def _reaped(argv: list[str], ruleset: landlock.Ruleset | None, *, seccomp: bool):
-    """`argv` run under the per-run reaper (`reaper.py`), confined by `ruleset` and the seccomp filter."""
+def _reaped(argv: list[str], ruleset: landlock.Ruleset | None, *, seccomp: bool, network: bool = True):
+    """`argv` run under the per-run reaper (`reaper.py`), confined by `ruleset` and the seccomp filter
+    (which also refuses every socket but a unix one without `network`)."""
     seccomp_fd = -1
-    program = filter_program() if seccomp else None
+    program = filter_program(network=network) if seccomp else None
     if program is not None:
         seccomp_fd, write = os.pipe()
         try:

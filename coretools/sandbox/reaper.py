@@ -12,8 +12,8 @@ What it does, in order:
 2. Asks the kernel for a signal when the server dies (`PR_SET_PDEATHSIG`, SIGUSR1) and then kills its
    whole tree: a server killed with SIGKILL leaves nothing behind. The signal also comes when the server
    *thread* that started it ends, so it acts only when its parent process really changed.
-3. Forks the command. The child sets `no_new_privs`, installs the seccomp filter and enters the Landlock
-   domain (`landlock_restrict_self` on the ruleset descriptor the server built, `landlock.Ruleset`), then
+3. Forks the command. The child drops every capability (a root server's command keeps none), sets
+   `no_new_privs`, installs the seccomp filter and enters the Landlock domain (`landlock_restrict_self` on the ruleset descriptor the server built, `landlock.Ruleset`), then
    execs ARGV. The reaper itself stays outside the domain: with Landlock's signal scoping (ABI 6), the
    command cannot signal it, nor the server.
 4. Waits. When the command's first process exits, every process left in the tree is killed (a foreground
@@ -25,12 +25,17 @@ for lifetimes alone). A failure to confine exits with status 126 and a message o
 running the command unconfined.
 """
 
+import errno
 import os
 import signal
 import sys
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_SECCOMP = 22
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _SECCOMP_MODE_FILTER = 2
@@ -76,9 +81,27 @@ def _libc():
     return ctypes, libc
 
 
+def _drop_capabilities(ctypes, libc):
+    """Leave the command no capability, even as root: none in its bounding set (so no exec regains them),
+    none ambient, none effective, permitted or inheritable. A process without CAP_SETPCAP has none to drop."""
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            if err in (errno.EINVAL, errno.EPERM):  # past the last capability, or none to drop
+                break
+            raise OSError(err, "prctl(PR_CAPBSET_DROP)")
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
 def _confine(ruleset_fd, seccomp_fd):
-    """In the command's process, before exec: no new privileges, the seccomp filter, the Landlock domain."""
+    """In the command's process, before exec: no capabilities, no new privileges, the seccomp filter, the
+    Landlock domain."""
     ctypes, libc = _libc()
+    _drop_capabilities(ctypes, libc)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     if seccomp_fd >= 0:
@@ -107,11 +130,16 @@ def _confine(ruleset_fd, seccomp_fd):
 def _exec(argv, ruleset_fd, seccomp_fd):
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(signum, signal.SIG_DFL)
-    try:
-        _confine(ruleset_fd, seccomp_fd)
-    except OSError as exc:
-        os.write(2, ("coretools: the command was not run: its sandbox could not be set up (%s)\n" % exc).encode())
-        os._exit(CONFINE_FAILED)
+    if ruleset_fd >= 0 or seccomp_fd >= 0:  # not the `none` mode, which uses the reaper for lifetimes only
+        try:
+            _confine(ruleset_fd, seccomp_fd)
+        except OSError as exc:
+            os.write(2, ("coretools: the command was not run: its sandbox could not be set up (%s)\n" % exc).encode())
+            os._exit(CONFINE_FAILED)
+    _run(argv)
+
+
+def _run(argv):
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:

@@ -41,6 +41,7 @@ _ENOSYS = 38
 _NR, _ARCH, _ARG0 = 0, 4, 16
 
 _X32_BIT = 0x40000000
+_AF_UNIX = 1
 _CLONE_NAMESPACES = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 _UNSHARE_NAMESPACES = _CLONE_NAMESPACES | 0x80  # and NEWTIME, which clone() cannot take (CSIGNAL there)
 
@@ -53,28 +54,32 @@ _X86_64 = {
     "add_key": 248, "request_key": 249, "bpf": 321, "userfaultfd": 323, "setns": 308, "mount": 165,
     "umount2": 166, "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "clone": 56, "unshare": 272, "clone3": 435,
+    "socket": 41,
 }  # fmt: skip
 _AARCH64 = {
     "ptrace": 117, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 219,
     "add_key": 217, "request_key": 218, "bpf": 280, "userfaultfd": 282, "setns": 268, "mount": 40,
     "umount2": 39, "pivot_root": 41, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "clone": 220, "unshare": 97, "clone3": 435,
+    "socket": 198,
 }  # fmt: skip
 # AUDIT_ARCH_* values and the system call numbers of each architecture covered.
 ARCHITECTURES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 
 
-def filter_program(machine: str | None = None) -> bytes | None:
-    """The filter as bwrap reads it (an array of struct sock_filter), or None for an uncovered machine."""
+def filter_program(machine: str | None = None, *, network: bool = True) -> bytes | None:
+    """The filter as bwrap reads it (an array of struct sock_filter), or None for an uncovered machine.
+    `network=False` also refuses every socket but a unix one (`--shell-no-network` where no network
+    namespace cuts it: under Landlock, whose own rules cover TCP only)."""
     machine = machine or platform.machine()
     if machine == "arm64":
         machine = "aarch64"
     if machine not in ARCHITECTURES:
         return None
-    return b"".join(struct.pack("=HBBI", *ins) for ins in _assemble(_program(machine)))
+    return b"".join(struct.pack("=HBBI", *ins) for ins in _assemble(_program(machine, network)))
 
 
-def _program(machine: str) -> list[tuple]:
+def _program(machine: str, network: bool = True) -> list[tuple]:
     """Instructions as (code, jump-if-true label, jump-if-false label, k); labels are resolved later."""
     audit_arch, numbers = ARCHITECTURES[machine]
     prog: list[tuple] = [
@@ -89,6 +94,12 @@ def _program(machine: str) -> list[tuple]:
         (_JEQ_K, "clone", None, numbers["clone"]),
         (_JEQ_K, "unshare", None, numbers["unshare"]),
         (_JEQ_K, "enosys", None, numbers["clone3"]),
+        *([] if network else [(_JEQ_K, "socket", None, numbers["socket"])]),
+        (_RET_K, None, None, _ALLOW),
+        "socket",
+        (_LD_W_ABS, None, None, _ARG0),
+        (_JEQ_K, "allow", "deny", _AF_UNIX),
+        "allow",
         (_RET_K, None, None, _ALLOW),
         "clone",
         (_LD_W_ABS, None, None, _ARG0),

@@ -15,6 +15,7 @@ import pytest
 from coretools.sandbox import landlock, reaper
 from coretools.sandbox.process_groups import Group, is_alive, scan
 from coretools.sandbox.process_settings import child_env, hold_secret
+from coretools.sandbox.seccomp import filter_program
 
 needs_landlock = pytest.mark.skipif(landlock.abi() < 1, reason="no Landlock on this kernel")
 
@@ -199,3 +200,36 @@ def test_the_servers_own_credentials_never_reach_a_command() -> None:
     hold_secret("MCP_BEARER", "s3cr3t-value-123")
     env = child_env(passthrough=("MCP_BEARER", "ALIAS"), base=base)
     assert "MCP_BEARER" not in env and "ALIAS" not in env and env["PLAIN"] == "x"
+
+
+def _with_seccomp(argv: list[str], program: bytes, **popen) -> subprocess.Popen:
+    read, write = os.pipe()
+    os.write(write, program)
+    os.close(write)
+    try:
+        wrapped = [sys.executable, "-I", "-S", reaper.__file__, str(os.getpid()), "-1", str(read), "--", *argv]
+        return subprocess.Popen(wrapped, pass_fds=(read,), start_new_session=True, **popen)
+    finally:
+        os.close(read)
+
+
+@pytest.mark.skipif(filter_program() is None, reason="no seccomp filter for this machine")
+def test_no_network_filter_refuses_every_socket_but_unix() -> None:
+    probe = ("import socket\n"
+             "for family, kind in ((socket.AF_INET, socket.SOCK_DGRAM), (socket.AF_INET6, socket.SOCK_STREAM),"
+             " (socket.AF_UNIX, socket.SOCK_STREAM)):\n"
+             "    try:\n        socket.socket(family, kind).close(); print(family.name, 'ok')\n"
+             "    except OSError as exc:\n        print(family.name, exc.errno)\n")  # fmt: skip
+    for network, inet in ((True, "ok"), (False, "1")):
+        done = _with_seccomp(["python3", "-c", probe], filter_program(network=network), stdout=subprocess.PIPE, text=True)
+        out, _ = done.communicate(timeout=30)
+        assert f"AF_INET {inet}" in out and f"AF_INET6 {inet}" in out and "AF_UNIX ok" in out, (network, out)
+
+
+@pytest.mark.skipif(filter_program() is None or os.geteuid() != 0, reason="needs root and the seccomp filter")
+def test_a_confined_command_keeps_no_capability_even_as_root() -> None:
+    done = _with_seccomp(["bash", "-c", "grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status; mknod /tmp/x-$$ b 8 0"],
+                         filter_program(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    out, err = done.communicate(timeout=30)
+    assert out.count("0000000000000000") == 4, out
+    assert "Operation not permitted" in err
