@@ -57,6 +57,10 @@ ESCAPES = {
     "new_process_group": PY + " -c 'import os; os.setpgid(0, 0); os.execvp(\"sleep\", [\"sleep\", \"{m}\"])' "
     ">/dev/null 2>&1 &",
     "wiped_env_double_fork": "env -i setsid -f sh -c '(sleep {m} &)' >/dev/null 2>&1",
+    "respawns_ignoring_term": "setsid -f env -i sh -c 'trap \"\" TERM HUP INT; while :; do sleep {m}; done' "
+    ">/dev/null 2>&1",
+    "clears_pdeathsig": PY + " -c 'import ctypes, os; ctypes.CDLL(None).prctl(1, 0, 0, 0, 0); os.setsid(); "
+    "os.execvp(\"sleep\", [\"sleep\", \"{m}\"])' >/dev/null 2>&1 &",
 }
 # `is_background` commands: the leader stays, and what it started tried to leave its group and marker.
 BACKGROUND = {
