@@ -177,7 +177,7 @@ async def message_streams(pipes: Pipes, limit: int) -> AsyncIterator[tuple[Any, 
                     logger.warning("refused a stdio message of %d bytes (--max-message-bytes %d)", line.size, limit)
                     await replies.send(SessionMessage(too_large(line.size, limit, line.head)))
                     continue
-                if not line.strip():
+                if not line or line.isspace():  # (not strip(): that would copy a long line)
                     continue
                 try:
                     message = read_message(line)
