@@ -146,7 +146,7 @@ OPTION_PROGRAMS: dict[str, Entry] = {
     "fd": _options(Options(Spec("c:d:E:e:j:o:S:t:x:X:", "exec:=x exec-batch:=X"),
                            {"-x": RUNS, "-X": RUNS})),  # fmt: skip
     "split": _options(Options(Spec("a:b:C:l:n:t:", "filter:"), {"--filter": "runs a command on every piece"})),
-    "wget": _options(Options(Spec("a:A:B:D:e:i:I:l:n:o:O:P:Q:R:t:T:U:w:X:Y:", "use-askpass: execute:=e config:"),
+    "wget": _options(Options(Spec("a:A:B:D:e:i:I:l:n:o:O:P:Q:R:t:T:U:w:X:", "use-askpass: execute:=e config:"),
                              {"--use-askpass": RUNS, "-e": "runs a wgetrc command, which can name a program",
                               "--config": CONFIG})),  # fmt: skip
 }
