@@ -9,7 +9,9 @@ operands, and GNU's permutation (options after operands still count) unless the 
 An option the table does not know is handled by `Spec.strict_options`:
 
 - True (launchers such as `xargs`, `timeout`, `env`): refused, naming it. Whether it takes a value decides
-  which word is the command, so guessing would let `-Q sh` slip a command past the policy.
+  which word is the command, so guessing would let `-Q sh` slip a command past the policy. For the same
+  reason a word before the command that is not literal, or a glob (it becomes any number of words:
+  `timeout [5r]* x` is `timeout 5 rm x` where files `5` and `rm` exist), is refused.
 - False (programs judged by the options they may not be given, such as `tar`, `rg`, `wget`): read as a
   flag, and the cluster and the next word are read on as options. That can only find more options than the
   program sees, never fewer: only the letters and names a table declares as taking a value hide the word
