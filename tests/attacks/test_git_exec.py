@@ -6,7 +6,8 @@ configuration, hooks or caller environment are planted directly (as if the model
 them), and the only thing between them and a command running is `hardened_env.neutralise`. The marker file
 must never appear. Each pinned key is checked against a repository-level value of the same key; keys that
 cannot be pinned (diff.external, alias.*, filter drivers) are kept out of reach by the argument policy,
-which test_shell_allowlist.py drives. Without an allowlist the environment is the operator's own.
+which test_shell_allowlist.py drives. Without an allowlist the environment is the operator's own. The OS
+sandbox, a defence of its own, is off here (`--shell-sandbox none`): the hardened environment is judged alone.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def append_config(repo: Path, text: str) -> None:
         f.write(text)
 
 
+ENVIRONMENT_ALONE = ("--shell-sandbox", "none")
+
+
 @pytest.fixture
 def marker(tmp_path: Path) -> Path:
     return tmp_path / "MARKER"
@@ -77,7 +81,8 @@ async def shell(root: Path, command: str, **args):
     """Run `command` where the policy cannot see it, under an allowlist (so in the hardened environment)."""
     script = root.parent / "script.sh"
     script.write_text(command + "\n")
-    result = await call_tool(root, "run_shell_command", {"command": f"sh {script}", **args}, "--allow-command", "sh")
+    result = await call_tool(root, "run_shell_command", {"command": f"sh {script}", **args}, "--allow-command", "sh",
+                             *ENVIRONMENT_ALONE)  # fmt: skip
     return result, text_of(result)
 
 
@@ -333,7 +338,7 @@ def test_the_environment_is_hardened_only_when_the_run_asks() -> None:
 
 async def test_without_an_allowlist_the_environment_is_the_operators(repo: Path, marker: Path, identity: None) -> None:
     executable(repo / ".git" / "hooks" / "pre-commit", f"#!/bin/sh\ntouch {marker}\n")
-    result = await call_tool(repo, "run_shell_command", {"command": "git commit -q --allow-empty -m x"})
+    result = await call_tool(repo, "run_shell_command", {"command": "git commit -q --allow-empty -m x"}, *ENVIRONMENT_ALONE)
     assert marker.exists(), text_of(result)
 
 
