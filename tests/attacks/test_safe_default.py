@@ -84,6 +84,14 @@ def confined(scene_root: Path, *launcher_flags: str) -> list[str]:
     return [sys.executable, "-c", NO_NAMESPACES, *launcher_flags, *argv[argv.index("coretools") + 1 :]]
 
 
+# The toolchains' caches a sandboxed command may write by default (each made in the scene's $HOME)...
+CACHES = (".cache", ".npm", ".cargo/registry", ".cargo/git", "go/pkg/mod", ".m2/repository", ".gradle/caches")
+# ...and, next to them, what runs code on the host later: these stay read-only.
+CODE_DIRS = (".cargo/bin", "go/bin", ".gradle/init.d")
+CODE_FILES = (".cargo/env", ".cargo/config.toml", ".cargo/bin/cargo-pwn", "go/bin/pwn", ".gradle/init.d/pwn.gradle",
+              ".gradle/gradle.properties", ".m2/settings.xml")  # fmt: skip
+
+
 @dataclass
 class Scene:
     base: Path
@@ -100,10 +108,11 @@ class Scene:
 def scene() -> Iterator[Scene]:
     base = Path(tempfile.mkdtemp(prefix="coretools-safe-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
     s = Scene(base, base / "root", base / "root-evil", base / "home", base / "extra")
-    for d in (s.root, s.evil, s.home / ".cache", s.home / ".npm", s.extra):
-        d.mkdir(parents=True)
+    for d in (s.root, s.evil, s.extra, *(s.home / c for c in CACHES), *(s.home / d for d in CODE_DIRS)):
+        d.mkdir(parents=True, exist_ok=True)
     (s.evil / "secret.txt").write_text("DECOY SECRET\n")
     (s.home / ".bashrc").write_text("# the user's own\n")
+    (s.home / ".cargo" / "env").write_text("# sourced by the user's shell profile\n")
     yield s
     shutil.rmtree(base, ignore_errors=True)
 
@@ -251,13 +260,34 @@ async def test_the_root_and_the_temporary_directory_are_writable(sandboxed: Http
 
 
 async def test_the_default_caches_are_writable(sandboxed: HttpServer, scene: Scene) -> None:
-    """The toolchains' caches (here the XDG cache and npm's) stay writable: package managers work."""
+    """The toolchains' caches (XDG, npm, cargo, go, maven, gradle) stay writable: package managers work."""
     name = unique("cache")
-    s = await shell(sandboxed, f'mkdir "$HOME/.cache/{name}" && touch "$HOME/.npm/{name}" && echo ok')
-    assert s["stdout"].strip() == "ok", s
-    assert (scene.home / ".cache" / name).is_dir() and (scene.home / ".npm" / name).exists()
-    (scene.home / ".cache" / name).rmdir()
-    (scene.home / ".npm" / name).unlink()
+    paths = [f'"$HOME/{cache}/{name}"' for cache in CACHES]
+    s = await shell(sandboxed, f"for p in {' '.join(paths)}; do echo x > \"$p\" || echo failed: $p; done; echo done")
+    try:
+        assert s["stdout"].strip() == "done", s
+        assert all((scene.home / cache / name).exists() for cache in CACHES), s
+    finally:
+        for cache in CACHES:
+            (scene.home / cache / name).unlink(missing_ok=True)
+
+
+async def test_what_runs_code_next_to_the_caches_is_not_writable(sandboxed: HttpServer, scene: Scene) -> None:
+    """Only the caches themselves: `~/.cargo/env` (sourced by the user's profile), `~/.cargo/bin` and
+    `~/go/bin` (on the user's PATH), cargo's and maven's configuration, gradle's init scripts and
+    properties all run code on the host later, and stay read-only."""
+    before = {f: (scene.home / f).read_bytes() if (scene.home / f).exists() else None for f in CODE_FILES}
+    try:
+        s = await shell(sandboxed, "; ".join(f'echo pwned >> "$HOME/{f}"' for f in CODE_FILES) + "; echo done")
+        assert s["stdout"].strip() == "done", s
+        after = {f: (scene.home / f).read_bytes() if (scene.home / f).exists() else None for f in CODE_FILES}
+        assert after == before, s
+    finally:
+        for f, content in before.items():
+            if content is None:
+                (scene.home / f).unlink(missing_ok=True)
+            else:
+                (scene.home / f).write_bytes(content)
 
 
 # -- each sandbox alone ----------------------------------------------------------------------------------
