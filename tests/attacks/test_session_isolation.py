@@ -41,6 +41,8 @@ pytestmark = [
 
 MODES = {"default": (), "landlock": ("--shell-sandbox", "landlock"), "none": ("--shell-sandbox", "none")}
 SANDBOXED = ("default", "landlock")
+# Host directories every process may write: if a sandbox let A write one, B must not read it there.
+SHARED_DIRS = ("/dev/shm", "/var/tmp")
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "attack", "version": "0"}}
 
@@ -117,7 +119,9 @@ class Left:
 def leave_traces(a: Session, *, stateless: bool = False) -> Left:
     tag = secrets.token_hex(6)
     left = Left(f"a-{tag}", "", f"A-TEMP-{tag}", "", f"A-LOG-{tag}", "", f"A-SAVED-{tag}")
-    s = a.shell(f'd="${{TMPDIR:-/tmp}}"; echo {left.temp_marker} > "$d/{left.name}" && echo "$d"')
+    shared = " ".join(f"{d}/{left.name}" for d in SHARED_DIRS)
+    s = a.shell(f'for f in {shared}; do echo {left.temp_marker} > "$f"; done 2>/dev/null; '
+                f'd="${{TMPDIR:-/tmp}}"; echo {left.temp_marker} > "$d/{left.name}" && echo "$d"')  # fmt: skip
     assert s["exit_code"] == 0, s
     left.temp_dir = s["stdout"].strip()
     bg = a.shell(f'cd "${{TMPDIR:-/tmp}}" && echo {left.log_marker} && exec sleep 60', is_background=True,
@@ -168,6 +172,10 @@ def stateful(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
             yield Stage(request.param, server, http, a, leave_traces(a))
     finally:
         server.stop()
+        for d in SHARED_DIRS:
+            for left in Path(d).glob("a-*"):
+                if left.read_bytes().startswith(b"A-TEMP-"):
+                    left.unlink()
 
 
 # Without a sandbox a command may read any file the server can: these run in the sandboxed modes only.
@@ -223,6 +231,15 @@ def test_b_cannot_read_a_saved_output_with_a_command(stateful: Stage) -> None:
     assert left.saved_marker not in read["stdout"], read
     listing = b.probe(f"ls -a {os.path.dirname(left.saved_path)}")
     assert os.path.basename(left.saved_path) not in listing["stdout"], listing
+
+
+@sandboxed_only
+def test_b_cannot_read_what_a_left_in_a_shared_directory(stateful: Stage) -> None:
+    """A also tried `/dev/shm` and `/var/tmp`, which every host process may write: whatever the sandbox let
+    A leave there, B cannot read."""
+    b, left = stateful.session(), stateful.left
+    read = b.probe("cat " + " ".join(f"{d}/{left.name}" for d in SHARED_DIRS) + " 2>/dev/null")
+    assert left.temp_marker not in read["stdout"], read
 
 
 @sandboxed_only
