@@ -363,7 +363,7 @@ class _Checker:
         if self.strict and base in ALWAYS_REFUSED_WITH_ALLOWLIST:
             raise _refuse(text, ALWAYS_REFUSED_WITH_ALLOWLIST[base] + " and is refused while an allowlist is active")
         self.check_deny(argv, text)
-        if base in SHELLS and "-c" in _short_flags(argv):
+        if base in SHELLS and "c" in _shell_options(argv)[0]:
             self.shell_wrapper(argv, text, depth)
             return
         if base == "trap":
@@ -391,19 +391,11 @@ class _Checker:
             self.check_argv(inner, text, depth + 1, launched=True)
 
     def shell_wrapper(self, argv: list[str | None], text: str, depth: int) -> None:
-        flags_done = False
-        script = None
-        for index, word in enumerate(argv[1:], start=1):
-            if word is None:
-                raise _refuse(text, "a shell's arguments must be literal to be checked")
-            if not flags_done and word.startswith("-") and len(word) > 1:
-                if word.startswith("--") or not set(word[1:]) <= SHELL_FLAG_LETTERS:
-                    raise _refuse(text, f"shell option {word} is not allowed in a checked `{argv[0]} -c`")
-                if "c" in word:
-                    flags_done = True
-                    script = argv[index + 1] if index + 1 < len(argv) else None
-                continue
-            break
+        _, first = _shell_options(argv)
+        for word in argv[1:first]:
+            if word not in ("--", "-") and (word is None or word[1:2] == "-" or not set(word[1:]) <= SHELL_FLAG_LETTERS):
+                raise _refuse(text, f"shell option {word} is not allowed in a checked `{argv[0]} -c`")
+        script = argv[first] if first < len(argv) else None
         if script is None:
             raise _refuse(text, f"`{argv[0]} -c` needs its script as a literal argument")
         self.script(script, depth + 1)
@@ -455,13 +447,22 @@ def _matches(argv: list[str | None], prefix: tuple[str, ...], *, use_basename: b
     return all(a == p for a, p in zip(argv[1 : len(prefix)], prefix[1:]))
 
 
-def _short_flags(argv: list[str | None]) -> set[str]:
-    letters: set[str] = set()
-    for word in argv[1:]:
-        if word is None or not word.startswith("-") or word.startswith("--") or len(word) < 2:
-            break
-        letters |= {f"-{ch}" for ch in word[1:]}
-    return letters
+def _shell_options(argv: list[str | None]) -> tuple[str, int]:
+    """A shell's option letters as bash reads them (every word that starts with `-` or `+`, up to the first
+    other word, `--` or `-`: `bash -c -e 'x'` and `bash +x -c 'x'` both run `x`) and the index of the first
+    operand, the script when `c` is among them. Long options (`--norc`) are skipped, not read as letters;
+    `-o NAME` and `-O NAME` take the next word (`bash -o posix -c 'x'` runs `x`)."""
+    letters = ""
+    index = 1
+    while index < len(argv):
+        word = argv[index]
+        if word in ("--", "-"):
+            return letters, index + 1
+        if word is None or len(word) < 2 or word[0] not in "-+":
+            return letters, index
+        letters += "" if word[1] == "-" else word[1:]
+        index += 2 if word[1] != "-" and set(word) & set("oO") else 1  # -o/-O take the next word
+    return letters, len(argv)
 
 
 def _shown(argv: list[str | None]) -> str:

@@ -88,6 +88,12 @@ EXPLOITS = [
     Exploit("deny-xargs-arg-file-abbrev", DENY_RM, "xargs --arg victims rm"),
     Exploit("deny-nice-abbrev", DENY_RM, "nice --adj 5 rm victim"),
     Exploit("deny-stdbuf-abbrev", DENY_RM, "stdbuf --out L rm victim"),
+    # a shell's own options read as bash reads them: the script is the first word after all of them
+    Exploit("deny-bash-option-after-c", DENY_RM, "bash -c -e 'rm victim'"),
+    Exploit("deny-bash-plus-option", DENY_RM, "bash +x -c 'rm victim'"),
+    Exploit("deny-bash-o-value", DENY_RM, "bash -o posix -c 'rm victim'"),
+    Exploit("deny-bash-long-option", DENY_RM, "bash --norc -c 'rm victim'"),
+    Exploit("deny-sh-dashdash", DENY_RM, "sh -c -- 'rm victim'"),
     # words judged after bash expands them
     Exploit("brace-sequence-dot-git", allow("cp"), "cp evilcfg .{g..g}it/config"),
     Exploit("brace-list-dot-git", allow("cat", "tee"), "cat evilcfg | tee {.git,.git}/config"),

@@ -195,7 +195,8 @@ def test_denylist_sees_words_after_a_redirection(command: str) -> None:
 DENY_HOLDS = ["\\rm x", "r''m x", "/bin/rm x", "command rm x", "env rm x", "echo x | xargs rm", "env -S 'rm x'",
               "env -S'rm x'", "env -vS 'rm x'", "env -iS 'rm x'", "env --split-string='rm x'",
               "env --split-string 'rm x'", "env --split='rm x'", "env --sp='rm x'", "env -- rm x",
-              "env -u HOME rm x", "env -C . rm x", ">/dev/null rm x"]  # fmt: skip
+              "env -u HOME rm x", "env -C . rm x", ">/dev/null rm x", "bash -c -e 'rm x'", "bash +x -c 'rm x'",
+              "bash -o posix -c 'rm x'", "bash --norc -c 'rm x'", "sh -c -- 'rm x'", "sh -c{,} 'rm x'"]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", DENY_HOLDS)
