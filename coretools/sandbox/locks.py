@@ -129,27 +129,33 @@ def identity_key(st: os.stat_result | None, canonical: str) -> str:
 _unavailable_logged = False
 
 
+class _NoLockFile(Exception):
+    """The state directory cannot hold this lock file (read-only, full, not a directory)."""
+
+
 def _lock_identity(identity: Callable[[], str], cancelled: Callable[[], object] | None) -> _FileLock | None:
     """Lock the lock file of the file's identity, until the identity locked is still the file's. None when
-    the state directory cannot hold lock files (logged once): the edit goes ahead, locked in this process."""
+    the state directory cannot hold lock files (logged once): the edit goes ahead, locked in this process.
+    Whatever `cancelled` raises goes through."""
     global _unavailable_logged
+    folder = os.path.join(durable.state_dir(), "locks")
     try:
-        folder = durable.private_dir("locks")
-    except OSError as exc:
+        try:
+            durable.private_dir("locks")
+        except OSError as exc:
+            raise _NoLockFile(exc) from None
+        for _ in range(MAX_REKEYS):
+            key = identity()
+            held = _lock_path(os.path.join(folder, key), cancelled)
+            if identity() == key:
+                return held
+            held.release()
+        return _lock_path(os.path.join(folder, identity()), cancelled)
+    except _NoLockFile as exc:
         if not _unavailable_logged:
             _unavailable_logged = True
-            logger.warning("edits are locked within this server only: cannot create %s (%s)",
-                           os.path.join(durable.state_dir(), "locks"), exc)
+            logger.warning("edits are locked within this server only: cannot lock in %s (%s)", folder, exc)
         return None
-    held = None
-    for _ in range(MAX_REKEYS):
-        key = identity()
-        held = _lock_path(os.path.join(folder, key), cancelled)
-        if identity() == key:
-            return held
-        held.release()
-        held = None
-    return _lock_path(os.path.join(folder, identity()), cancelled)
 
 
 def _lock_path(path: str, cancelled: Callable[[], object] | None) -> _FileLock:
@@ -157,18 +163,17 @@ def _lock_path(path: str, cancelled: Callable[[], object] | None) -> _FileLock:
     is asked in between; a lock file removed by its holder meanwhile is made anew."""
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
-        fd = os.open(path, flags, 0o600)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            raise _NoLockFile(exc) from None
         try:
             delay = 0.001
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if cancelled is not None:
-                        cancelled()
-                    time.sleep(delay)
-                    delay = min(delay * 2, _MAX_POLL)
+            while not _try_lock(fd):
+                if cancelled is not None:
+                    cancelled()
+                time.sleep(delay)
+                delay = min(delay * 2, _MAX_POLL)
             if durable.same_file(fd, path) is not None:
                 return _FileLock(fd, path)
         except BaseException:
@@ -176,3 +181,12 @@ def _lock_path(path: str, cancelled: Callable[[], object] | None) -> _FileLock:
             raise
         os.close(fd)
 
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError as exc:
+        raise _NoLockFile(exc) from None
+    return True

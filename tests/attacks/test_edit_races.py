@@ -82,6 +82,44 @@ async def test_concurrent_edits_from_two_servers_are_never_lost(root: Path, stat
     assert len(succeeded) == 120, [said for error, said in answers.values() if error][:3]
 
 
+def test_the_edit_lock_spans_processes_and_dies_with_its_holder(root: Path, state_dir: Path) -> None:
+    """The cross-process lock alone: while another process holds a file's edit lock, this one waits (here
+    it gives up through `cancelled`); once that process is killed with SIGKILL, the lock is free at once,
+    and its lock file does not outlive the edit."""
+    from coretools.sandbox.gateway import Workspace
+
+    target = root / "shared.txt"
+    target.write_text("content\n")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from coretools.sandbox.gateway import Workspace; "
+         "ws = Workspace([sys.argv[1]]); lock = ws.lock_edit(ws.locate('shared.txt')); print('held', flush=True); "
+         "sys.stdin.read()", str(root)],
+        env=env_of(state_dir), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    ws = Workspace([str(root)])
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        deadline = time.monotonic() + 0.5
+
+        def cancelled() -> None:
+            if time.monotonic() > deadline:
+                raise TimeoutError("still held by the other process")
+
+        with pytest.raises(TimeoutError):
+            ws.lock_edit(ws.locate("shared.txt"), cancelled=cancelled)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        deadline = time.monotonic() + 30
+        lock = ws.lock_edit(ws.locate("shared.txt"), cancelled=cancelled)
+        lock.release()
+        assert not list((state_dir / "locks").iterdir())
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+        ws.close()
+
+
 # -- root without CAP_CHOWN --------------------------------------------------------------------------------
 
 
