@@ -78,8 +78,8 @@ async def test_a_long_line_rg_must_transcode_is_skipped_and_named(tmp_path: Path
 
 
 async def test_a_gitignore_too_large_to_apply_is_named_and_the_rest_searched(tmp_path: Path) -> None:
-    """200,000 glob lines: more than an ignore file may have, so not applied (and said); the search of the
-    latest dialect's `grep_search` answers alike."""
+    """200,000 glob lines: more than an ignore file may have, so not applied (and said), where rg would have
+    needed gigabytes to compile them; the search of the latest dialect's `grep_search` answers alike."""
     root = good_tree(tmp_path)
     (root / "vendor").mkdir()
     (root / "vendor" / ".gitignore").write_text("".join(f"pattern{i}/*.tmp\n" for i in range(200_000)))
@@ -92,27 +92,29 @@ async def test_a_gitignore_too_large_to_apply_is_named_and_the_rest_searched(tmp
     assert "the rules in vendor/.gitignore were not applied (the file has 3.7 MiB; an ignore file may have" in head
 
 
-async def test_a_gitignore_rg_cannot_compile_is_still_applied(tmp_path: Path) -> None:
-    """Glob lines within the size an ignore file may have, but more than rg compiles within its bound: the
-    workspace walk picks the files instead, with the same rules, so what they hide stays hidden. That walk
-    is bounded in depth, and says where it stopped."""
+async def test_gitignores_rg_cannot_compile_are_still_applied(tmp_path: Path) -> None:
+    """Nested `.gitignore`s of glob lines, each within the size an ignore file may have, but together more
+    than rg compiles within its bound (it holds those of every directory on the way): the workspace walk
+    picks the files instead, with the same rules, so what they hide stays hidden. That walk is bounded in
+    depth, and says where it stopped."""
     root = good_tree(tmp_path)
-    sub = root / "vendor"
-    (sub / "pattern7").mkdir(parents=True)
-    lines = "".join(f"pattern{i}/*.tmp\n" for i in range(8_000))
+    lib = root / "vendor" / "lib"
+    (lib / "pattern7").mkdir(parents=True)
+    lines = "".join(f"pattern{i}/*.tmp\n" for i in range(3_000))
     assert len(lines) < MAX_IGNORE_FILE_BYTES
-    (sub / ".gitignore").write_text(lines)
-    (sub / "pattern7" / "hidden.tmp").write_text("hello, but ignored\n")
-    (sub / "pattern7" / "shown.txt").write_text("hello, not ignored\n")
-    deep = sub.joinpath("deep", *["d"] * 70)  # below the .gitignore: rg stops before it
+    for place in (root, root / "vendor", lib):
+        (place / ".gitignore").write_text(lines)
+    (lib / "pattern7" / "hidden.tmp").write_text("hello, but ignored\n")
+    (lib / "pattern7" / "shown.txt").write_text("hello, not ignored\n")
+    deep = lib.joinpath("deep", *["d"] * 70)  # below the .gitignores: rg stops before it
     deep.mkdir(parents=True)
     (deep / "leaf.txt").write_text("hello from below the bound\n")
     is_error, text = await search(root, {"pattern": "hello"})
     assert not is_error, text[:2000]
     head = text.partition("\n")[0]
     assert head.startswith('Found 2 matches in 2 files for pattern "hello" in the workspace directory:'), head
-    assert "File: vendor/pattern7/shown.txt" in text and "hidden.tmp" not in text
-    assert f"the walk did not descend below depth 64 (first at vendor/deep{'/d' * 62})" in head, head
+    assert "File: vendor/lib/pattern7/shown.txt" in text and "hidden.tmp" not in text
+    assert f"the walk did not descend below depth 64 (first at vendor/lib/deep{'/d' * 61})" in head, head
 
 
 async def test_a_tree_too_deep_to_name_says_where_it_was_cut(tmp_path: Path) -> None:
