@@ -28,6 +28,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import secrets
 import stat
 import struct
@@ -43,8 +44,8 @@ logger = logging.getLogger("coretools")
 
 RECORD_SUFFIX = ".rec"
 TEMP_SUFFIX = ".coretools.tmp"
+_TEMP_NAME = re.compile(r"\..*\.[0-9a-f]{8}\.coretools\.tmp", re.DOTALL)  # what `temp_name` makes
 CLAIM_SUFFIX = ".claim"
-_TOKEN_HEX = 8
 UNWRITTEN_CLAIM_AGE = 60.0  # seconds: an empty claim older than this lost its writer before it was written
 _XATTRS = hasattr(os, "listxattr") and sys.platform == "linux"  # names a file as /proc/self/fd/N/name
 
@@ -185,19 +186,14 @@ def temp_name(name: str) -> str:
     """A fresh name for the temporary file of a write to `name`, beside it: `.NAME.<random>.coretools.tmp`.
     The stem is cut by bytes, not characters (200 characters of a multibyte name overflow NAME_MAX)."""
     stem = os.fsencode(name)[:200].decode("utf-8", "ignore")
-    return f".{stem}.{secrets.token_hex(_TOKEN_HEX // 2)}{TEMP_SUFFIX}"
+    return f".{stem}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
 
 
 def is_temp_name(name: str) -> bool:
     """Is `name` (one path component) spelled as the temporary file of an edit (`temp_name`)? Every listing
     leaves such files out: while an edit writes one it is not yet the user's file, and one a killed server
     left is removed by the next start (`recover`)."""
-    if not (name.endswith(TEMP_SUFFIX) and name[:1] == "."):
-        return False
-    token = name[-len(TEMP_SUFFIX) - _TOKEN_HEX - 1 : -len(TEMP_SUFFIX)]
-    return len(name) > len(TEMP_SUFFIX) + _TOKEN_HEX + 2 and token[:1] == "." and all(
-        c in "0123456789abcdef" for c in token[1:]
-    )
+    return name.endswith(TEMP_SUFFIX) and _TEMP_NAME.fullmatch(name) is not None
 
 
 @dataclass
