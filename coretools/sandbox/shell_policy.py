@@ -417,15 +417,17 @@ class _Checker:
         return any(_matches(argv, prefix, use_basename=False) for prefix in self.policy.allow)
 
     def check_deny(self, argv: list[str | None], text: str) -> None:
-        for prefix in self.policy.deny:
-            words = argv[: len(prefix)]
-            if len(words) < len(prefix):
-                continue
-            if None in words[1:] and os.path.basename(words[0] or "") == os.path.basename(prefix[0]):
-                raise _refuse(text, f"cannot tell whether this is the denied command `{' '.join(prefix)}` "
-                              "(an argument it depends on is not literal)")  # fmt: skip
-            if _matches(argv, prefix, use_basename=True):
-                raise _refuse(text, f"`{' '.join(prefix)}` is on the denylist")
+        base = os.path.basename(argv[0] or "")
+        for candidate in (argv, exec_policy.without_global_options(base, argv)):
+            for prefix in self.policy.deny:
+                words = candidate[: len(prefix)]
+                if len(words) < len(prefix):
+                    continue
+                if None in words[1:] and base == os.path.basename(prefix[0]):
+                    raise _refuse(text, f"cannot tell whether this is the denied command `{' '.join(prefix)}` "
+                                  "(an argument it depends on is not literal)")  # fmt: skip
+                if _matches(candidate, prefix, use_basename=True):
+                    raise _refuse(text, f"`{' '.join(prefix)}` is on the denylist")
 
 
 _VALUE_INNER = {"subscript", "command_substitution", "process_substitution", "arithmetic_expansion",

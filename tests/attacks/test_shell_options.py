@@ -159,3 +159,16 @@ async def test_plain_use_still_runs(root: Path, flags: tuple[str, ...], command:
     result = await call_tool(root, "run_shell_command", {"command": command}, *NONE, *flags)
     assert result.structured["exit_code"] == 0, text_of(result)
     assert check(scene), text_of(result)
+
+
+@pytest.mark.parametrize("command", ["git -C . push -q remote.git HEAD:refs/heads/pushed",
+                                     "git --no-pager push -q remote.git HEAD:refs/heads/pushed"])  # fmt: skip
+async def test_a_denied_git_subcommand_behind_global_options_does_not_run(root: Path, command: str) -> None:
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+           "PATH": "/usr/bin:/bin"}  # fmt: skip
+    for args in (["init", "-q", "."], ["commit", "-q", "--allow-empty", "-m", "x"], ["init", "-q", "--bare", "remote.git"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    result = await call_tool(root, "run_shell_command", {"command": command}, *NONE, "--deny-command", "git push")
+    assert not (root / "remote.git" / "refs" / "heads" / "pushed").exists(), text_of(result)
+    assert "denylist" in text_of(result), text_of(result)

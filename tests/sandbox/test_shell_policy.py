@@ -279,6 +279,7 @@ TABLE_CASES = [
     ("ionice", "ionice -c 3 git -c x=y status", "git -c"),
     ("taskset", "taskset 1 git -c x=y status", "git -c"),
     ("busybox", "busybox git -c x=y status", "git -c"),
+    ("toybox", "toybox git -c x=y status", "git -c"),
     ("unbuffer", "unbuffer git -c x=y status", "git -c"),
     ("caffeinate", "caffeinate git -c x=y status", "git -c"),
     ("proxychains", "proxychains git -c x=y status", "git -c"),
@@ -473,6 +474,15 @@ def test_denylist_holds_against_builtins_that_change_what_runs(command: str) -> 
     with pytest.raises(Refused):
         DENY.check(command)
     DENY.check("trap 'echo done' EXIT; trap - EXIT; trap -l; hash -r; alias")
+
+
+@pytest.mark.parametrize("command", ["git -C . push", "git --no-pager push origin", "git --git-dir=.git push",
+                                     "git --work-tree . push", "git -p push"])  # fmt: skip
+def test_a_denied_subcommand_is_found_behind_global_options(command: str) -> None:
+    policy = ShellPolicy.from_prefixes([], ["git push"])
+    with pytest.raises(Refused, match="denylist"):
+        policy.check(command)
+    policy.check("git -C . status")
 
 
 def test_denylist_refusals_that_depend_on_unknown_words() -> None:

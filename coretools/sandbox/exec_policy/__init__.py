@@ -61,7 +61,7 @@ import re
 from collections.abc import Iterable
 
 from coretools.sandbox.exec_policy.builtins import BUILTINS
-from coretools.sandbox.exec_policy.git import check_git
+from coretools.sandbox.exec_policy.git import check_git, subcommand_index
 from coretools.sandbox.exec_policy.launchers import (
     LAUNCHERS,
     OPAQUE_LAUNCHERS,
@@ -80,6 +80,14 @@ def check(base: str, argv: list[Word], strict: bool) -> list[Launch]:
     """Raise `ArgumentRefused` or return the commands `argv` would launch (empty for most programs)."""
     entry = TABLE.get(base)
     return entry(base, list(argv[1:]), strict) if entry else []
+
+
+def without_global_options(base: str, argv: list[Word]) -> list[Word]:
+    """`argv` as a denylist prefix of a subcommand sees it: git's global options before the subcommand are
+    dropped, so `git -C . push` matches `git push`."""
+    if base != "git":
+        return argv
+    return [argv[0], *argv[1 + subcommand_index(argv[1:]) :]]
 
 
 def runs_programs(names: Iterable[str]) -> list[str]:

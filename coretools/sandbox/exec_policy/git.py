@@ -16,7 +16,8 @@ GIT_INLINE_GLOBAL = {"-c": "sets configuration, which can name programs to run",
 GIT_GLOBAL_FLAGS = frozenset({"-p", "--paginate", "-P", "--no-pager", "--no-replace-objects", "--literal-pathspecs",
                               "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks",
                               "--version"})  # fmt: skip
-GIT_GLOBAL_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"})
+GIT_GLOBAL_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
+                               "--attr-source"})  # fmt: skip
 # long options that carry a command (any subcommand): refused with or without an allowlist
 GIT_INLINE_LONG = ("upload-pack", "receive-pack", "exec", "extcmd", "tool", "open-files-in-pager", "ext-diff",
                    "sendmail-cmd", "to-cmd", "cc-cmd", "header-cmd", "tree-filter", "index-filter", "msg-filter",
@@ -127,18 +128,16 @@ GIT_STRATEGY_USERS = frozenset({"merge", "pull", "rebase", "cherry-pick", "rever
 def check_git(name: str, args: list[Word], strict: bool) -> list[Launch]:
     if strict:
         literal_args(name, args)
-    i = 0
-    while i < len(args) and args[i] is not None and (args[i] or "").startswith("-"):
-        word = args[i] or ""
-        option = word.split("=", 1)[0]
+    i = subcommand_index(args)
+    for index, word in enumerate(args[:i]):
+        option = (word or "").split("=", 1)[0]
         if option in GIT_INLINE_GLOBAL:
             raise refuse(f"git {option} {GIT_INLINE_GLOBAL[option]} and is refused by the shell policy")
         if strict and word == "-C":
-            below("git", "-C directory", (args[i + 1] if i + 1 < len(args) else "") or "")
-        elif strict and word not in GIT_GLOBAL_FLAGS:
+            below("git", "-C directory", (args[index + 1] if index + 1 < len(args) else "") or "")
+        elif strict and option.startswith("-") and word not in GIT_GLOBAL_FLAGS and args[index - 1 : index] != ["-C"]:
             raise refuse(f"git {option} is refused {STRICT} (it points git at other repositories, configuration "
                          "or programs)")  # fmt: skip
-        i += 2 if word in GIT_GLOBAL_VALUED else 1
     if i >= len(args) or args[i] is None:
         return []
     subcommand = args[i] or ""
@@ -154,6 +153,15 @@ def check_git(name: str, args: list[Word], strict: bool) -> list[Launch]:
     if strict:
         _git_strict(subcommand, parsed, rest)
     return []
+
+
+def subcommand_index(args: list[Word]) -> int:
+    """Where git's subcommand is among its arguments: git reads its global options itself, by exact name,
+    each valued one taking the next word unless written `--name=value`."""
+    i = 0
+    while i < len(args) and args[i] is not None and (args[i] or "").startswith("-"):
+        i += 2 if args[i] in GIT_GLOBAL_VALUED else 1
+    return i
 
 
 def _subcommand_spec(subcommand: str) -> Spec:

@@ -80,6 +80,7 @@ LAUNCHERS: dict[str, tuple[Spec, int]] = {
                   "version=V", strict_options=True), 1),  # fmt: skip
     "taskset": (Spec("+apchV", "all-tasks=a pid=p cpu-list=c help=h version=V", strict_options=True), 1),
     "busybox": (Spec("+", strict_options=True), 0),
+    "toybox": (Spec("+", strict_options=True), 0),
     "unbuffer": (Spec("+p", strict_options=True), 0),
     "caffeinate": (Spec("+dimsut:w:", strict_options=True), 0),
     "proxychains": (Spec("+qf:", strict_options=True), 0),
@@ -149,7 +150,10 @@ def check_xargs(name: str, args: list[Word], strict: bool) -> list[Launch]:
 OPAQUE_LAUNCHERS = ("watch", "flock", "strace", "ltrace", "script", "su", "runuser", "chroot", "nsenter", "unshare",
                     "firejail", "parallel", "systemd-run", "at", "batch", "gdb", "xvfb-run", "dbus-run-session",
                     "ssh-agent", "sg", "setpriv", "prlimit", "numactl", "cgexec", "fakeroot", "eatmydata",
-                    "faketime", "valgrind", "entr", "tmux", "screen", "pkexec", "chpst", "start-stop-daemon")  # fmt: skip
+                    "faketime", "valgrind", "entr", "tmux", "screen", "pkexec", "chpst", "start-stop-daemon", "bwrap",
+                    "hyperfine", "chronic", "ifne", "pee", "rlwrap", "mpirun", "mpiexec", "srun", "tini", "dumb-init",
+                    "gosu", "su-exec", "daemonize", "cpulimit", "perf", "systemd-nspawn", "sem", "nq", "tsocks",
+                    "winpty", "retry")  # fmt: skip
 
 
 def not_literal(name: str) -> ArgumentRefused:
