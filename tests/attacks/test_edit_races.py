@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 from http_harness import HttpServer, http_client
-from support import REPO, text_of
+from support import REPO, stdio_params, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
@@ -150,28 +150,35 @@ def test_root_without_cap_chown_edits_another_users_file_in_place(root: Path, st
 # -- temporary files ---------------------------------------------------------------------------------------
 
 
-def listings(state_dir: Path, root: Path) -> str:
-    """What glob, list_directory, read_many_files and search_file_content show of the whole root."""
+async def listings(state_dir: Path, root: Path, errlog: Path) -> str:
+    """What glob, list_directory, read_many_files and search_file_content show of the whole root, asked of
+    one stdio server."""
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
     shown = []
-    for tool, args in (
-        ("glob", {"pattern": "**/*"}),
-        ("list_directory", {"path": str(root)}),
-        ("list_directory", {"path": str(root / "sub")}),
-        ("read_many_files", {"paths": ["**/*"]}),
-        ("search_file_content", {"pattern": "needle"}),
-    ):
-        done = call(state_dir, root, tool, args)
-        assert done.returncode == 0, f"{tool}: {done.stdout}{done.stderr}"
-        shown.append(done.stdout)
+    params = stdio_params([root], env={"CORETOOLS_STATE_DIR": str(state_dir)})
+    with errlog.open("w") as err:
+        async with Client(stdio_client(params, errlog=err), mode="legacy") as client:
+            for tool, args in (
+                ("glob", {"pattern": "**/*"}),
+                ("list_directory", {"path": str(root)}),
+                ("list_directory", {"path": str(root / "sub")}),
+                ("read_many_files", {"paths": ["**/*"]}),
+                ("search_file_content", {"pattern": "needle"}),
+            ):
+                result = await client.call_tool(tool, args)
+                assert not result.is_error, f"{tool}: {text_of(result)}"
+                shown.append(text_of(result))
     return "\n".join(shown)
 
 
-def test_no_listing_shows_an_edits_temporary_file(root: Path, state_dir: Path) -> None:
+async def test_no_listing_shows_an_edits_temporary_file(root: Path, state_dir: Path, tmp_path: Path) -> None:
     (root / "sub").mkdir()
     for folder in (root, root / "sub"):
         (folder / "data.txt").write_text("needle in the real file\n")
         (folder / LOOK_ALIKE).write_text("needle in a temporary file\n")
-    shown = listings(state_dir, root)
+    shown = await listings(state_dir, root, tmp_path / "server.log")
     assert "data.txt" in shown and "needle in the real file" in shown
     assert "coretools.tmp" not in shown and "needle in a temporary file" not in shown, shown
     assert (root / LOOK_ALIKE).exists(), "a look-alike no server claimed is never removed"
