@@ -40,6 +40,8 @@ pytestmark = [
 ]
 
 MODES = {"default": (), "landlock": ("--shell-sandbox", "landlock"), "none": ("--shell-sandbox", "none")}
+# The variable each stateful server takes its bearer token from: names that do not look secret.
+TOKEN_VARIABLE = {"default": "MCP_BEARER", "landlock": "MCP_BEARER", "none": "CORETOOLS_AUTH"}
 SANDBOXED = ("default", "landlock")
 # Host directories every process may write: if a sandbox let A write one, B must not read it there.
 SHARED_DIRS = ("/dev/shm", "/var/tmp")
@@ -153,23 +155,26 @@ class Stage:
     mode: str
     server: HttpServer
     http: httpx2.Client
+    token: tuple[str, str] | None  # the --auth-token-env variable and its value
     a: Session
     left: Left
 
     def session(self) -> Session:
-        return Session(self.http, self.server.url)
+        return Session(self.http, self.server.url, token=self.token[1] if self.token else None)
 
 
 @pytest.fixture(scope="module", params=list(MODES))
 def stateful(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
-    """One server, session A open with its traces left; each test opens a session B of its own."""
+    """One server (with a bearer token), session A open with its traces left; each test opens a session B
+    of its own."""
     root = tmp_path_factory.mktemp(f"sessions-{request.param}") / "root"
     root.mkdir()
-    server = start(*MODES[request.param], root=root)
+    token = (TOKEN_VARIABLE[request.param], "tok" + secrets.token_hex(24))
+    server = start("--auth-token-env", token[0], *MODES[request.param], env=dict([token]), root=root)
     try:
         with httpx2.Client(timeout=60, trust_env=False) as http:
-            a = Session(http, server.url)
-            yield Stage(request.param, server, http, a, leave_traces(a))
+            a = Session(http, server.url, token=token[1])
+            yield Stage(request.param, server, http, token, a, leave_traces(a))
     finally:
         server.stop()
         for d in SHARED_DIRS:
@@ -274,7 +279,7 @@ def stateless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     try:
         with httpx2.Client(timeout=60, trust_env=False) as http:
             a = Session(http, server.url)
-            yield Stage("default", server, http, a, leave_traces(a, stateless=True))
+            yield Stage("default", server, http, None, a, leave_traces(a, stateless=True))
     finally:
         server.stop()
 
@@ -301,51 +306,27 @@ def test_stateless_requests_do_not_share_logs_or_saved_output(stateless: Stage) 
 
 # -- the server's secrets --------------------------------------------------------------------------------
 
-SECRET_SERVERS = {
-    "MCP_BEARER-default": ("MCP_BEARER", ()),
-    "MCP_BEARER-landlock": ("MCP_BEARER", MODES["landlock"]),
-    "CORETOOLS_AUTH-none": ("CORETOOLS_AUTH", MODES["none"]),
-}
-
-
-@dataclass
-class Secret:
-    name: str
-    value: str
-    b: Session
-
-
-@pytest.fixture(scope="module", params=list(SECRET_SERVERS))
-def secret(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secret]:
-    name, flags = SECRET_SERVERS[request.param]
-    value = "tok" + secrets.token_hex(24)
-    root = tmp_path_factory.mktemp("secrets") / "root"
-    root.mkdir()
-    server = start("--auth-token-env", name, *flags, env={name: value}, root=root)
-    try:
-        with httpx2.Client(timeout=60, trust_env=False) as http:
-            yield Secret(name, value, Session(http, server.url, token=value))
-    finally:
-        server.stop()
-
-
-def test_token_variable_is_not_passed(secret: Secret) -> None:
+def test_token_variable_is_not_passed(stateful: Stage) -> None:
     """`echo "[$NAME]"` prints `[]`: the variable named by --auth-token-env is not in the command's
     environment, whatever its name."""
-    s = secret.b.shell(f'echo "[${secret.name}]"')
+    assert stateful.token
+    name = stateful.token[0]
+    s = stateful.session().shell(f'echo "[${name}]"')
     assert s["stdout"].strip() == "[]", s
 
 
-def test_token_value_is_in_no_variable(secret: Secret) -> None:
+def test_token_value_is_in_no_variable(stateful: Stage) -> None:
     """Nor is its value, under any other name (the command's whole environment, as the kernel has it)."""
-    s = secret.b.shell("env; tr '\\0' '\\n' < /proc/self/environ")
+    assert stateful.token
+    s = stateful.session().shell("env; tr '\\0' '\\n' < /proc/self/environ")
     assert s["exit_code"] == 0 and "PATH=" in s["stdout"], s
-    assert secret.value not in s["stdout"], s
+    assert stateful.token[1] not in s["stdout"], s
 
 
-@pytest.mark.parametrize("secret", ["MCP_BEARER-default", "MCP_BEARER-landlock"], indirect=True)
-def test_token_cannot_be_read_from_the_servers_environment(secret: Secret) -> None:
-    """In the sandbox, no process's `/proc/PID/environ` the command can open holds the token (the server's
-    own included; without a sandbox a command may read it, with the server's rights)."""
-    s = secret.b.shell(f"grep -la -- {secret.value} /proc/[0-9]*/environ 2>/dev/null; echo end")
+@sandboxed_only
+def test_token_cannot_be_read_from_the_servers_environment(stateful: Stage) -> None:
+    """In either sandbox, no process's `/proc/PID/environ` the command can open holds the token (the
+    server's own included; without a sandbox a command may read it, with the server's rights)."""
+    assert stateful.token
+    s = stateful.session().shell(f"grep -la -- {stateful.token[1]} /proc/[0-9]*/environ 2>/dev/null; echo end")
     assert s["stdout"].split() == ["end"], s
