@@ -249,6 +249,31 @@ async def test_read_file_window_past_a_huge_utf16_line(root: Path, tmp_path: Pat
     assert "Showing lines 2-2 of 3 total lines" in text
 
 
+# ---------------------------------------------------------------- the syntax note of an edit
+
+HOSTILE_SOURCES = {  # name: text whose parse for the syntax note grew main's peak RSS by
+    "deep.js": "x = " + "(" * (2 * MIB),  # 415-480 MiB on a fast CPU (the parse was bounded in time only)
+    "flat.py": "a;" * (256 * 1024),  # 457 MiB: Python's parser is not bounded at all
+    "pipes.sh": "a|" * 8192,  # 650 MiB in one step of tree-sitter's error recovery, whatever the CPU
+}
+
+
+async def test_the_syntax_check_of_an_edit_is_bounded_in_memory(root: Path, tmp_path: Path) -> None:
+    grown: dict[str, int] = {}
+    answers: dict[str, str] = {}
+    async with serving(root, tmp_path) as server:
+        await server.call("write_file", {"file_path": str(root / "warm.js"), "content": "x = (1);\n"})
+        for name, text in HOSTILE_SOURCES.items():
+            result, grown[name] = await server.growth("write_file", {"file_path": str(root / name), "content": text},
+                                                      warm={"file_path": str(root / "warm.sh"), "content": "a|b\n"})
+            assert not result.is_error, text_of(result)[:500]
+            answers[name] = text_of(result)
+            assert (root / name).read_text() == text
+    assert all(size < BOUND for size in grown.values()), {name: f"+{size / MIB:.0f} MiB" for name, size in grown.items()}
+    for answer in answers.values():
+        assert "Note: the syntax of this file was not checked" in answer, answer[-500:]
+
+
 # ---------------------------------------------------------------- list_directory
 
 WIDE = 120_000  # entries: the 400,000 take too long to create for a test; the bound is scaled to them

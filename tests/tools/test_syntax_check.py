@@ -76,12 +76,44 @@ async def test_new_broken_file_gets_a_note(root: Path) -> None:
     assert "unexpected indent" in text_of(res)
 
 
-def test_unknown_kinds_big_files_and_checker_failures_say_nothing() -> None:
+def test_unknown_kinds_and_checker_failures_say_nothing() -> None:
     assert syntax_note("/r/notes.txt", "", "def f(:\n") is None
-    assert syntax_note("/r/big.py", "", "x = (\n" + "y = 1\n" * 400_000) is None
     deep = syntax_note("/r/deep.py", "", "(" * 100_000)
-    assert deep is None or "syntax error" in deep
+    assert deep is None or "syntax error" in deep or "not checked" in deep
     assert syntax_note("/r/script", "", "#!/usr/bin/env python3\ndef f(:\n") is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "why"),
+    [
+        ("big.js", "x = (\n" + "y = 1\n" * 400_000, "JavaScript: the file is over 2,097,152 characters, the most"),
+        ("big.py", "x = (\n" + "y = 1\n" * 30_000, "Python 3.1"),
+        ("pipes.sh", "ls |\n" + "a|" * 300 + "b\n", "shell: it has a pipeline of 302 commands, over the 257"),
+    ],
+)
+def test_a_check_skipped_for_its_cost_says_so(name: str, text: str, why: str) -> None:
+    note = syntax_note(f"/r/{name}", "", text)
+    assert note is not None and note.startswith(f"Note: the syntax of this file was not checked ({why}"), note
+    assert note.endswith(").") and "syntax error" not in note
+
+
+def test_shell_pipelines_up_to_the_bound_are_checked() -> None:
+    short = "cat f | " * 256 + "wc -l\n"
+    assert syntax_note("/r/ok.sh", "", short) is None
+    assert "has a syntax error" in syntax_note("/r/bad.sh", "", "a || b && c | d |& e\nif true; then\n")
+    # (the scan does not know quotes: a string of many pipes leaves the file unchecked, and says so)
+    assert syntax_note("/r/strings.sh", "", "echo '" + "| " * 300 + "'\n").startswith("Note: the syntax of this")
+
+
+def test_a_tree_sitter_parse_stops_at_its_memory_bound(monkeypatch) -> None:
+    """The parse is measured as it goes (the server's peak RSS): with the bound at 1 MiB, a text whose tree
+    needs more is given up, and said to be."""
+    from coretools.tools.textedit import syntax
+
+    monkeypatch.setattr(syntax, "MAX_TREE_BYTES", 1 << 20)
+    monkeypatch.setattr(syntax, "MAX_TREE_SECONDS", 60.0)
+    note = syntax_note("/r/wide.js", "", "x = " + "[" * 200_000)
+    assert note == "Note: the syntax of this file was not checked (JavaScript: the parse needed more than 1 MiB of memory)."
 
 
 def test_cost_on_a_60_kb_file_is_small() -> None:

@@ -1,26 +1,37 @@
 """The syntax check after an edit: when the new text of a file has a syntax error and the old text had none,
 the result says where, as a fact ("Note: after this edit, line 42 has a syntax error (Python 3.11: unexpected
 indent)."). A file that was already broken is not mentioned, nor is anything the checker cannot judge: an
-unknown kind of file, a text over `MAX_CHECK_CHARS`, or any failure of the checker itself.
+unknown kind of file, or any failure of the checker itself. A check skipped for its cost is said to be,
+with why ("Note: the syntax of this file was not checked (...)").
 
 Python is parsed by this interpreter's own parser (so the note names its version: newer syntax can be reported
 as an error), JSON by `json`, TOML by `tomllib`, YAML by PyYAML's parser (events only, so custom tags are
 fine), and shell, JavaScript, TypeScript/TSX, Go and Rust by tree-sitter grammars. The new text is parsed
 first; the old one only when the new one has an error, and not even then when it is the text an earlier edit
 of the file wrote (its outcome is remembered, by length and hash, for the last `MAX_REMEMBERED` files). Cost:
-one parse, about 5 ms for a 20 KB Python file; a tree-sitter parse is given up (nothing said) after
-MAX_TREE_SECONDS.
+one parse, about 5 ms for a 20 KB Python file.
+
+What a parse costs in memory depends on the text far more than on its size, so each parse is bounded where
+it can be. A tree-sitter parse is given up after `MAX_TREE_SECONDS` of CPU, or once the server's peak
+memory grew by `MAX_TREE_BYTES` during it (checked as it goes: error recovery on hostile input such as 2 MB
+of `x = ((((` in JavaScript took 480 MiB, which a time bound alone lets a fast CPU reach). tree-sitter
+cannot be stopped inside one step of its error recovery, and the shell grammar's grows with the square of a
+pipeline's length (4,096 stages: 230 MiB in one step), so a shell script with a longer pipeline than
+`MAX_PIPELINE` is not parsed. Python's parser cannot be stopped midway and needs up to about 1 KB per
+character (`a;a;a;`), so it is given at most `MAX_PYTHON_CHARS`; no checker is given more than
+`MAX_CHECK_CHARS`. JSON, TOML and YAML build little (YAML is only scanned).
 """
 
 from __future__ import annotations
 
 import ast
 import gc
+import itertools
 import json
 import re
+import resource
 import sys
 import threading
-import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -29,13 +40,30 @@ from functools import cache
 from coretools.sandbox.grammar_input import ascii_view
 
 MAX_CHECK_CHARS = 2 * 1024 * 1024
-MAX_TREE_SECONDS = 0.3
+MAX_PYTHON_CHARS = 128 * 1024  # at most about 1 KB each: 128 MiB
+MAX_TREE_SECONDS = 0.3  # of this thread's CPU time
+MAX_TREE_BYTES = 128 * 1024 * 1024
 MAX_SHOWN = 80
 _CHUNK = 64 * 1024
 MAX_REMEMBERED = 256
+_RSS_UNIT = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in bytes there, in KiB on Linux
+_USAGE_OF = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # (its ru_maxrss is the process's)
+_MEASURE_EVERY = 8  # tree-sitter progress calls (each about 100 parser operations) between two measures
+MAX_PIPELINE = 256  # `|`s in one shell pipeline (a script's longest has a few dozen)
+_PIPE_CONTINUES = re.compile(r"\|[ \t]*\\?\n")  # a pipe at the end of a line: the pipeline goes on
+_COMMAND_END = re.compile(r"[;&\n]")
 
-# (line, message) of the first syntax error of a text, or None when it parses.
-Checker = Callable[[str], "tuple[int, str] | None"]
+
+class Skipped:
+    """A check not done for its cost, and why (`reason` finishes "the syntax ... was not checked (...)")."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+# (line, message) of the first syntax error of a text, None when it parses, or `Skipped`.
+Outcome = "tuple[int, str] | Skipped | None"
+Checker = Callable[[str], Outcome]
 _PYTHON = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
 _TOML_AT = re.compile(r"\(at line (\d+), column \d+\)|\(at end of document\)")
 _SHEBANG = re.compile(r"#![^\n]*\b(python[0-9.]*|bash|sh|zsh|ksh|node)\b")
@@ -50,14 +78,16 @@ def syntax_note(path: str, old: str, new: str) -> str | None:
 
 
 def _note(path: str, old: str, new: str) -> str | None:
-    if len(new) > MAX_CHECK_CHARS or len(old) > MAX_CHECK_CHARS:
-        return None
     kind = language(path, new)
     if kind is None:
         return None
     label, check = kind
     error = _outcome(path, label, check, new)
-    was_broken = error is not None and bool(old.strip()) and _outcome(path, label, check, old) is not None
+    if isinstance(error, Skipped):
+        _remember(path, label, new, error)
+        return f"Note: the syntax of this file was not checked ({label}: {error.reason})."
+    # (an old text whose check was skipped is not known to be broken: the new error is noted)
+    was_broken = error is not None and bool(old.strip()) and _known_error(_outcome(path, label, check, old))
     _remember(path, label, new, error)
     if error is None or was_broken:
         return None
@@ -68,20 +98,30 @@ def _note(path: str, old: str, new: str) -> str | None:
 
 
 # path -> (checker label, text length, text hash, outcome) of the text the last edit of the file wrote
-_outcomes: OrderedDict[str, tuple[str, int, int, tuple[int, str] | None]] = OrderedDict()
+_outcomes: OrderedDict[str, tuple[str, int, int, Outcome]] = OrderedDict()
 _outcomes_lock = threading.Lock()
 
 
-def _outcome(path: str, label: str, check: Checker, text: str) -> tuple[int, str] | None:
+def _outcome(path: str, label: str, check: Checker, text: str) -> Outcome:
     """`check(text)`, or its outcome when `text` is the one remembered for `path`."""
     with _outcomes_lock:
         known = _outcomes.get(path)
     if known is not None and known[:3] == (label, len(text), hash(text)):
         return known[3]
+    if len(text) > MAX_CHECK_CHARS:
+        return _too_long(MAX_CHECK_CHARS)
     return check(text)
 
 
-def _remember(path: str, label: str, text: str, outcome: tuple[int, str] | None) -> None:
+def _known_error(outcome: Outcome) -> bool:
+    return outcome is not None and not isinstance(outcome, Skipped)
+
+
+def _too_long(limit: int) -> Skipped:
+    return Skipped(f"the file is over {limit:,} characters, the most this check parses")
+
+
+def _remember(path: str, label: str, text: str, outcome: Outcome) -> None:
     """Remember `text`, of outcome `outcome`, as the text of `path` from now on."""
     with _outcomes_lock:
         _outcomes.pop(path, None)
@@ -107,7 +147,9 @@ def _python() -> tuple[str, Checker]:
     return _PYTHON, _check_python
 
 
-def _check_python(text: str) -> tuple[int, str] | None:
+def _check_python(text: str) -> Outcome:
+    if len(text) > MAX_PYTHON_CHARS:
+        return _too_long(MAX_PYTHON_CHARS)
     # No garbage collection while the tree is built: none of it is garbage before the parse returns, and the
     # collections its allocations set off, each going through the server's heap, doubled the time of a 20 KB
     # file. Whoever found collection on turns it back on.
@@ -198,32 +240,47 @@ def _grammar(module: str, attribute: str) -> object | None:
         return None
 
 
-def _tree_sitter(label: str, module: str, attribute: str = "language") -> Callable[[], tuple[str, Checker] | None]:
+def _tree_sitter(
+    label: str, module: str, attribute: str = "language", *, refuse: Callable[[str], Skipped | None] | None = None
+) -> Callable[[], tuple[str, Checker] | None]:
+    """A tree-sitter checker; `refuse(text)`, if given, says why a text is not to be parsed at all."""
+
     def kind() -> tuple[str, Checker] | None:
         grammar = _grammar(module, attribute)
         if grammar is None:
             return None
-        return label, lambda text: _check_tree(grammar, text)
+        if refuse is None:
+            return label, lambda text: _check_tree(grammar, text)
+        return label, lambda text: refuse(text) or _check_tree(grammar, text)
 
     return kind
 
 
-def _check_tree(grammar: object, text: str) -> tuple[int, str] | None:
-    """The first error of a tree-sitter parse, or None; None too when the parse would take longer than
-    MAX_TREE_SECONDS (error recovery on hostile input can take seconds per megabyte). The grammar sees the
-    ASCII view of the text (`grammar_input`), so no scanner meets a code point it cannot classify."""
+def _long_pipeline(text: str) -> Skipped | None:
+    """Whether a shell text has a pipeline of over `MAX_PIPELINE` stages (a linear scan, which may count a `|`
+    in a string or comment too: such a text is only left unchecked)."""
+    joined = _PIPE_CONTINUES.sub("|", text.replace("||", ";").replace("|&", "|").replace("\\\n", " "))
+    longest = max(map(str.count, _COMMAND_END.split(joined), itertools.repeat("|")))
+    if longest <= MAX_PIPELINE:
+        return None
+    return Skipped(f"it has a pipeline of {longest + 1:,} commands, over the {MAX_PIPELINE + 1:,} the check parses")
+
+
+def _check_tree(grammar: object, text: str) -> Outcome:
+    """The first error of a tree-sitter parse, or None; `Skipped` when the parse outgrew its bounds (see the
+    module's docstring). The grammar sees the ASCII view of the text (`grammar_input`), so no scanner meets a
+    code point it cannot classify."""
     import tree_sitter
 
     data = text.encode("utf-8")
     view = ascii_view(data)
-    deadline = time.monotonic() + MAX_TREE_SECONDS
+    budget = _ParseBudget()
     try:
         tree = tree_sitter.Parser(grammar).parse(  # type: ignore[arg-type]
-            lambda offset, _point: view[offset : offset + _CHUNK],
-            progress_callback=lambda *_: time.monotonic() > deadline,
+            lambda offset, _point: view[offset : offset + _CHUNK], progress_callback=budget.spent
         )
     except ValueError:  # cancelled by the progress callback
-        return None
+        return budget.skipped or Skipped("the parse was cancelled")
     if tree is None:
         return None
     node = tree.root_node
@@ -238,6 +295,30 @@ def _check_tree(grammar: object, text: str) -> tuple[int, str] | None:
         if child is None:
             return node.start_point[0] + 1, "syntax error"
         node = child
+
+
+class _ParseBudget:
+    """What one tree-sitter parse may spend: `MAX_TREE_SECONDS` of this thread's CPU time and `MAX_TREE_BYTES`
+    more of the server's peak memory. `spent` is the parser's progress callback (True stops the parse); one
+    system call measures both, every `_MEASURE_EVERY` calls."""
+
+    def __init__(self) -> None:
+        usage = resource.getrusage(_USAGE_OF)
+        self._cpu = usage.ru_utime + usage.ru_stime + MAX_TREE_SECONDS
+        self._peak = usage.ru_maxrss * _RSS_UNIT + MAX_TREE_BYTES
+        self._calls = 0
+        self.skipped: Skipped | None = None
+
+    def spent(self, *_: object) -> bool:
+        self._calls += 1
+        if self._calls % _MEASURE_EVERY:
+            return False
+        usage = resource.getrusage(_USAGE_OF)
+        if usage.ru_maxrss * _RSS_UNIT > self._peak:
+            self.skipped = Skipped(f"the parse needed more than {MAX_TREE_BYTES >> 20} MiB of memory")
+        elif usage.ru_utime + usage.ru_stime > self._cpu:
+            self.skipped = Skipped(f"the parse took more than {MAX_TREE_SECONDS:g} s")
+        return self.skipped is not None
 
 
 def _unexpected(node: object, data: bytes) -> str:
@@ -267,7 +348,8 @@ _BY_SUFFIX: dict[str, Callable[[], tuple[str, Checker] | None]] = {
     "json": _json,
     "toml": _toml,
     "yaml": _yaml, "yml": _yaml,
-    "sh": _tree_sitter("shell", "tree_sitter_bash"), "bash": _tree_sitter("shell", "tree_sitter_bash"),
+    "sh": _tree_sitter("shell", "tree_sitter_bash", refuse=_long_pipeline),
+    "bash": _tree_sitter("shell", "tree_sitter_bash", refuse=_long_pipeline),
     "js": _tree_sitter("JavaScript", "tree_sitter_javascript"),
     "mjs": _tree_sitter("JavaScript", "tree_sitter_javascript"),
     "cjs": _tree_sitter("JavaScript", "tree_sitter_javascript"),
