@@ -26,7 +26,7 @@ import os
 import secrets
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
@@ -115,7 +115,6 @@ class Left:
     log_marker: str
     saved_path: str | None  # None: no saved output (a stateless server may keep none)
     saved_marker: str
-    answers: dict = field(default_factory=dict)
 
 
 def leave_traces(a: Session, *, stateless: bool = False) -> Left:
@@ -139,7 +138,6 @@ def leave_traces(a: Session, *, stateless: bool = False) -> Left:
     else:
         assert "saved_output" in long, long
         left.saved_path = long["saved_output"]["stdout"]
-    left.answers = {"temp": s, "background": bg, "saved": long}
     return left
 
 
