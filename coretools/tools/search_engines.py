@@ -27,9 +27,10 @@ ripgrep does); an invalid byte is one character that `.` matches, where ripgrep'
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from coretools.errors import ErrorKind, ToolError
@@ -55,7 +56,7 @@ from coretools.tools.search_reported import (
     many_fields,
     matched_lines,
 )
-from coretools.tools.search_listing import listed_files, skipped_file_note, too_long_note
+from coretools.tools.search_listing import batches, large_ignore_notes, listed_files, skipped_file_note, too_long_note
 from coretools.tools.search_results import Collector, FileLines, Job, Request, Target, show_line
 
 
@@ -81,10 +82,13 @@ class RipgrepEngine:
         plans: list[tuple[Target, ripgrep.RgRules | None]] = []
         for target in targets:
             if target.is_dir:
+                unread: list[str] = []  # the ignore files that were absent, or too large to apply
                 rules = ripgrep.rg_rules(
-                    lambda rel, t=target: ws.ignore_source(t.root, rel), target.rel, req.ignore,
+                    functools.partial(_ignore_source, ws, target.root, unread), target.rel, req.ignore,
                     req.allow_protected,
                 )  # None: rg cannot express them; the walk picks the files (`_listed`)
+                if unread:
+                    job.out.skipped += large_ignore_notes(job, target, unread)
             else:
                 rules = ripgrep.RgRules(["--no-config", "--no-messages"])
             plans.append((target, rules))
@@ -240,7 +244,7 @@ class RipgrepEngine:
         done = set() if done is None else done
         files = (rel for rel in listed_files(job, target) if rel not in done)
         cwd = ripgrep.dir_cwd(target.fd, target.path)
-        for batch in _batches(files):
+        for batch in batches(files):
             left = deadline - time.monotonic()
             if left <= 0:
                 out.stopped = f"the search was stopped after {req.timeout:g} seconds"
@@ -480,6 +484,13 @@ class _RgCall:
     files: list[str] | None = None  # the files rg is given by name (each `./` + path, or one absolute path)
 
 
+def _ignore_source(ws: Workspace, root: int, unread: list[str], rel: str) -> bytes | None:
+    data = ws.ignore_source(root, rel)
+    if data is None:
+        unread.append(rel)
+    return data
+
+
 def _with_messages(flags: list[str]) -> list[str]:
     """rg's `flags` for a search: rg reports the files and directories it cannot read on standard error
     (which `_finish` and `ripgrep.PathTooLong` read), but not the lines of an ignore file it cannot parse."""
@@ -532,27 +543,6 @@ def _span_finder(req: Request) -> Callable[[bytes], list[tuple[int, int]]]:
         return regex[0].spans(data) if regex[0] is not None else []
 
     return spans
-
-
-_BATCH_FILES = 2000
-_BATCH_BYTES = 96 * 1024  # of arguments per rg run, well below the kernel's limits
-
-
-def _batches(files) -> Iterator[list[str]]:
-    """Paths (relative to rg's working directory) as `./path` arguments, in batches; one batch naming
-    /dev/null when there are none, so that rg still checks the regex."""
-    batch: list[str] = []
-    size = 0
-    given = False
-    for rel in files:
-        batch.append("./" + rel)
-        size += len(rel) + 3
-        if len(batch) >= _BATCH_FILES or size >= _BATCH_BYTES:
-            yield batch
-            given = True
-            batch, size = [], 0
-    if batch or not given:
-        yield batch or [os.devnull]
 
 
 def _finish(run: ripgrep.RgRun, req: Request, out: Collector) -> None:

@@ -13,9 +13,10 @@ could not search within its bound and the paths too long for rg to name (the not
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
 
-from coretools.sandbox.ignore import GEMINIIGNORE, GITIGNORE, MAX_IGNORE_FILE_BYTES
+from coretools.sandbox.ignore import GITIGNORE, MAX_IGNORE_FILE_BYTES
 from coretools.sandbox.matcher import NodeMatcher
 from coretools.sandbox.paths import Location, WalkBounds, WalkReport
 from coretools.sandbox.patterns.include import parse_include
@@ -47,7 +48,6 @@ def listed_files(job: Job, target: Target, bounds: WalkBounds = LISTED_BOUNDS) -
             large.append((target.display_prefix + rel, entry.size))
         if include is None or include(rel):
             yield rel
-    large[:0] = _large_above(job, target)
     out.skipped += [ignore_file_note(name, size) for name, size in large]
     if too_deep is not None:
         where = shown_path(target.display_prefix + too_deep)
@@ -56,20 +56,35 @@ def listed_files(job: Job, target: Target, bounds: WalkBounds = LISTED_BOUNDS) -
         out.skipped.append(f"the walk of {shown_path(target.path)} {report.truncated}")
 
 
-def _large_above(job: Job, target: Target) -> list[tuple[str, int]]:
-    """The ignore files that apply to `target` from outside it (the root's `.geminiignore`, the `.gitignore`s
-    of the directories from the root down to its parent) and are too large to apply: (shown path, size)."""
-    options = job.req.ignore
-    parts = target.rel.split("/") if target.rel else []
-    names = [GEMINIIGNORE] if options.gemini else []
-    if options.git:
-        names += ["/".join([*parts[:depth], GITIGNORE]) for depth in range(len(parts))]
-    if not names:
-        return []
-    found = job.ws.lstat_many(target.root, names)
+BATCH_FILES = 2000
+BATCH_BYTES = 96 * 1024  # of arguments per rg run, well below the kernel's limits
+
+
+def batches(files: Iterable[str]) -> Iterator[list[str]]:
+    """Paths (relative to rg's working directory) as `./path` arguments, in batches; one batch naming
+    /dev/null when there are none, so that rg still checks the regex."""
+    batch: list[str] = []
+    size = 0
+    given = False
+    for rel in files:
+        batch.append("./" + rel)
+        size += len(rel) + 3
+        if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
+            yield batch
+            given = True
+            batch, size = [], 0
+    if batch or not given:
+        yield batch or [os.devnull]
+
+
+def large_ignore_notes(job: Job, target: Target, unread: list[str]) -> list[str]:
+    """The notes on the ignore files (root-relative) that the rules of a search of `target` read from
+    outside it (`ripgrep.rg_rules`: the root's `.geminiignore`, the `.gitignore`s above it) and found
+    absent: those that exist but are too large to apply. rg reads the ones inside the target itself."""
+    found = job.ws.lstat_many(target.root, unread)
     return [
-        (job.ws.shown_path(target.root, name), st.st_size)
-        for name, st in zip(names, found)
+        ignore_file_note(job.ws.shown_path(target.root, name), st.st_size)
+        for name, st in zip(unread, found)
         if st is not None and st.st_size > MAX_IGNORE_FILE_BYTES
     ]
 

@@ -92,6 +92,18 @@ async def test_a_gitignore_too_large_to_apply_is_named_and_the_rest_searched(tmp
     assert "the rules in vendor/.gitignore were not applied (the file has 3.7 MiB; an ignore file may have" in head
 
 
+async def test_a_geminiignore_too_large_to_apply_is_named(tmp_path: Path) -> None:
+    """The root's `.geminiignore` is read by the server (rg is handed its rules), where one larger than an
+    ignore file may have is not applied: even when nothing else goes wrong, the answer says so."""
+    root = good_tree(tmp_path)
+    (root / ".geminiignore").write_text("".join(f"old-{i}.bak\n" for i in range(MAX_IGNORE_FILE_BYTES // 10)))
+    is_error, text = await search(root, {"pattern": "hello"})
+    assert not is_error, text[:2000]
+    head = text.partition("\n")[0]
+    assert head.startswith('Found 1 match in 1 file for pattern "hello" in the workspace directory:'), head
+    assert f"the rules in {root}/.geminiignore were not applied (the file has " in head, head
+
+
 async def test_gitignores_rg_cannot_compile_are_still_applied(tmp_path: Path) -> None:
     """Nested `.gitignore`s of glob lines, each within the size an ignore file may have, but together more
     than rg compiles within its bound (it holds those of every directory on the way): the workspace walk
