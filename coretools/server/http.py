@@ -427,7 +427,7 @@ def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -
     if not settings.stateless:
         app = CancelOnDisconnect(app, settings.path, limit)
         if settings.max_sessions is not None:
-            app = SessionCap(app, settings.path, settings.max_sessions, stats)
+            app = SessionCap(app, settings.path, settings.max_sessions, stats, limit)
     return RequestGate(app, security, settings.token, stats, settings.path)
 
 

@@ -55,6 +55,12 @@ async def send_json_error(
     await send_body(send, status, body, [(b"content-type", b"application/json"), *headers])
 
 
+async def send_too_large(send: Any, limit: int) -> None:
+    """The answer to a request body over `limit` bytes."""
+    message = f"Request body too large: the limit is {limit:,} bytes (server option --max-message-bytes)."
+    await send_json_error(send, 413, message, [], code=-32600)
+
+
 async def send_body(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
     """A complete response: `headers` plus the content length, then `body`."""
     length = (b"content-length", str(len(body)).encode())

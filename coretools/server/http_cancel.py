@@ -31,17 +31,13 @@ from coretools.server.http_asgi import (
     normal_path,
     request_ids,
     send_json_error,
+    send_too_large,
 )
 
 logger = logging.getLogger("coretools.http")
 
 MAX_TRACKED_CALLS = 4096
 REQUEST_CANCELLED = -32800  # JSON-RPC "request cancelled", as the SDK's 2025-era transport answers it
-
-
-def _too_large(send: Any, limit: int) -> Any:
-    message = f"Request body too large: the limit is {limit:,} bytes (server option --max-message-bytes)."
-    return send_json_error(send, 413, message, [], code=-32600)
 
 
 class CancelOnDisconnect:
@@ -66,7 +62,7 @@ class CancelOnDisconnect:
             return
         body, replay = await buffer_body(receive, self.max_body)
         if body is None:
-            await _too_large(send, self.max_body)
+            await send_too_large(send, self.max_body)
             return
         state = {"disconnected": False, "finished": False}
 
@@ -209,7 +205,7 @@ class CancelByCaller:
             return
         body, replay = await buffer_body(receive, self.max_body)
         if body is None:
-            await _too_large(send, self.max_body)
+            await send_too_large(send, self.max_body)
             return
         messages = json_messages(body)
         caller = self._caller(scope)

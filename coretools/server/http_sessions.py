@@ -11,10 +11,10 @@ spec has the client initialize again), and takes its place. Only when every sess
 refused: HTTP 503 with `Retry-After` and a JSON-RPC error naming the limit.
 
 A POST without a session id opens one only if it carries an `initialize` request; at the cap, one that
-does not (a confused client sending calls without its session) ends nothing. 2026-07-28 requests, which
-have no sessions, pass through uncounted, as does every request naming a session id this process did not
-open (the SDK answers those 404). The SDK keeps its own cap at the same number behind this one; it is never
-reached first, since every session it holds passed through here.
+does not (a client sending calls without its session) ends nothing and is answered 400. 2026-07-28
+requests, which have no sessions, pass through uncounted, as does every request naming a session id this
+process did not open (the SDK answers those 404). The SDK keeps its own cap at the same number behind this
+one; it is never reached first, since every session it holds passed through here.
 """
 
 from __future__ import annotations
@@ -23,14 +23,27 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE as MAX_BODY_BYTES
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from coretools.server.http_asgi import buffer_body, header, json_messages, normal_path, request_path, send_json_error
+from coretools.server.config import DEFAULT_MAX_MESSAGE_BYTES
+from coretools.server.http_asgi import (
+    buffer_body,
+    header,
+    json_messages,
+    normal_path,
+    request_path,
+    send_json_error,
+    send_too_large,
+)
 
 logger = logging.getLogger("coretools.http")
 
 RETRY_AFTER_SECONDS = 10
+NO_SESSION = (
+    "Bad Request: this request names no session (no Mcp-Session-Id header) and is not an initialize "
+    "request, the only one that opens a session. Send the session id the initialize response gave you, or "
+    "initialize a new session first."
+)
 
 
 class SessionCap:
@@ -39,7 +52,7 @@ class SessionCap:
     refusals; `max_body` bounds the body read, at the cap only, to see whether a request opens a session."""
 
     def __init__(
-        self, app: Any, path: str, max_sessions: int, stats: Any = None, max_body: int = MAX_BODY_BYTES
+        self, app: Any, path: str, max_sessions: int, stats: Any = None, max_body: int = DEFAULT_MAX_MESSAGE_BYTES
     ) -> None:
         self.app = app
         self.path = normal_path(path)
@@ -116,11 +129,10 @@ class SessionCap:
         if len(self) >= self.max_sessions:
             body, receive = await buffer_body(receive, self.max_body)
             if body is None:
-                message = f"Request body too large: the limit is {self.max_body:,} bytes."
-                await send_json_error(send, 413, message, [], code=-32600)
+                await send_too_large(send, self.max_body)
                 return
             if not any(m.get("method") == "initialize" for m in json_messages(body)):
-                await self.app(scope, receive, send)  # opens nothing: the SDK answers it
+                await send_json_error(send, 400, NO_SESSION, [], code=-32600)
                 return
             if not self._idle:
                 await self._refuse(send)

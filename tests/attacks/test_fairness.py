@@ -107,10 +107,12 @@ async def ready(http: httpx2.AsyncClient, url: str, session: str) -> None:
     assert (await http.post(url, headers=headers, content=json.dumps(note))).status_code == 202
 
 
+LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+
+
 async def use(http: httpx2.AsyncClient, url: str, session: str) -> int:
-    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
     headers = {**JSON_HEADERS, **VERSION, "Mcp-Session-Id": session}
-    return (await http.post(url, headers=headers, content=json.dumps(body))).status_code
+    return (await http.post(url, headers=headers, content=json.dumps(LIST))).status_code
 
 
 async def test_at_the_cap_the_least_recently_active_idle_session_makes_room(tmp_path: Path) -> None:
@@ -123,6 +125,8 @@ async def test_at_the_cap_the_least_recently_active_idle_session_makes_room(tmp_
                 assert response.status_code == 200, response.text
                 sessions.append(response.headers["mcp-session-id"])
             assert await use(http, server.url, sessions[0]) == 200  # the first is used again: the second is oldest
+            stray = await http.post(server.url, headers={**JSON_HEADERS, **VERSION}, content=json.dumps(LIST))
+            assert stray.status_code == 400 and "initialize" in stray.json()["error"]["message"], stray.text
             fifth = await open_session(http, server.url)
             assert fifth.status_code == 200, f"a new client was locked out: {fifth.status_code} {fifth.text}"
             assert await use(http, server.url, sessions[1]) == 404, "the least recently active session ended"
