@@ -109,7 +109,7 @@ def too_long_note(target: Target, first: str, count: int) -> str:
     shown = target.display_prefix + first[2:] if target.is_dir and first.startswith("./") else first
     return (
         f"{count} {'path' if count == 1 else 'paths'} nested too deep for the system to name (longer than "
-        f"{PATH_MAX} bytes) were not searched, the first {shown_path(shown)}"
+        f"{PATH_MAX} bytes) {'was' if count == 1 else 'were'} not searched, the first {shown_path(shown)}"
     )
 
 
