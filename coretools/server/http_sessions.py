@@ -96,17 +96,15 @@ class SessionCap:
             await self.app(scope, receive, send)
             return
         ended = False
-        watched = send
-        if scope.get("method") == "DELETE":
 
-            async def watched(message: dict) -> None:
-                nonlocal ended
-                if message["type"] == "http.response.start":
-                    ended = message["status"] < 300 or message["status"] == 404
-                await send(message)
+        async def watching_send(message: dict) -> None:
+            nonlocal ended
+            if message["type"] == "http.response.start":
+                ended = message["status"] < 300 or message["status"] == 404
+            await send(message)
 
         try:
-            await self.app(scope, receive, watched)
+            await self.app(scope, receive, watching_send if scope.get("method") == "DELETE" else send)
         finally:
             self._finished(session, ended)
 
