@@ -66,6 +66,7 @@ WORDS = {"word", "string", "raw_string", "ansi_c_string", "translated_string", "
          "brace_expression"}  # fmt: skip
 REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
 HEREDOC_PARTS = ("heredoc_start", "heredoc_body", "heredoc_end", "heredoc_content")
+HEREDOC_LEAVES = ("heredoc_body", "heredoc_content", "comment")
 NAME_TABLES = re.compile(r"BASH_(CMDS|ALIASES)")
 MODEL_SET_VARIABLES = {"_": "$_ is the last argument of the previous command, which the model chose"}
 
@@ -166,6 +167,7 @@ class _Checker:
                 bad = _first_error(tree.root_node)
                 raise _refuse(_text(bad) or source, "the command could not be parsed completely, so it cannot "
                               "be checked; simplify it")  # fmt: skip
+            _check_gaps(tree.root_node, data)
             self.node(tree.root_node, depth)
         finally:
             _SOURCE.reset(outer)
@@ -319,8 +321,9 @@ class _Checker:
         name_node = None
         words = []
         for child in node.children:
-            if not child.is_named and child.type != "$":
-                continue  # a `$` before a string makes it `$"…"`: it belongs to the word
+            if not child.is_named and child.type != "$":  # a `$` before a string makes it `$"…"`
+                raise _refuse(_text(node), f"`{_text(child)}` here is read differently by the grammar and by bash; "
+                              "quote it")  # fmt: skip
             if child.type == "variable_assignment":
                 self.assignment(child, depth)
             elif child.type in REDIRECTS:
@@ -530,6 +533,32 @@ def _check_heredoc_end(node: Any) -> None:
 
 
 _DELIMITER_QUOTES = re.compile(r"""\\(.)|['"]""", re.DOTALL)
+
+
+_CONTINUATION = re.compile(rb"\\\n")
+
+
+def _check_gaps(root: Any, data: bytes) -> None:
+    """Every byte of the script must belong to a token of the grammar, or be white space between tokens, as
+    bash reads it: the grammar drops an escaped space inside a word (`{\\ .}` is one word for bash, two for
+    the grammar) and splits a word at a backslash-newline that bash removes (`.g\\<newline>it` is `.git`)."""
+    leaves = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count and node.type not in HEREDOC_LEAVES:
+            stack.extend(node.children)
+        else:
+            leaves.append((node.start_byte, node.end_byte))
+    previous_end = 0
+    for start, end in sorted(leaves):
+        if start > previous_end:
+            spaces = _CONTINUATION.sub(b"", data[previous_end:start])
+            if spaces.strip(b" \t\n") or not spaces:
+                shown = data[max(0, previous_end - 20) : start + 20].decode("utf-8", "replace")
+                raise _refuse(shown, "a backslash here (an escaped space or a line continuation inside a word) is "
+                              "read differently by the grammar and by bash; quote the word instead")  # fmt: skip
+        previous_end = max(previous_end, end)
 
 
 def _key(node: Any) -> tuple[int, int]:

@@ -94,6 +94,10 @@ EXPLOITS = [
     Exploit("deny-bash-o-value", DENY_RM, "bash -o posix -c 'rm victim'"),
     Exploit("deny-bash-long-option", DENY_RM, "bash --norc -c 'rm victim'"),
     Exploit("deny-sh-dashdash", DENY_RM, "sh -c -- 'rm victim'"),
+    # words as bash splits them: a backslash-newline inside a word is removed, not a word break
+    Exploit("deny-line-continuation", DENY_RM, "r\\\nm victim"),
+    Exploit("deny-line-continuation-launcher", DENY_RM, "nice r\\\nm victim"),
+    Exploit("line-continuation-dot-git", allow("cp"), "cp evilcfg .g\\\nit/config"),
     # words judged after bash expands them
     Exploit("brace-sequence-dot-git", allow("cp"), "cp evilcfg .{g..g}it/config"),
     Exploit("brace-list-dot-git", allow("cat", "tee"), "cat evilcfg | tee {.git,.git}/config"),

@@ -26,7 +26,7 @@ from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern, Word
 
 MAX_WORDS = 1024
 MAX_CHARS = 1 << 20
-MAX_STEPS = 1 << 20
+MAX_STEPS = 1 << 18
 
 PLAIN, QUOTED, ESCAPED, UNKNOWN = 0, 1, 2, 3  # ESCAPED: quoted by a backslash
 Char = tuple[str, int]  # one character and how bash sees it; an UNKNOWN entry holds its known text, if any
@@ -57,7 +57,10 @@ def characters(node: Any, text: Text) -> list[Char]:
     kind = node.type
     raw = text(node)
     if kind in ("word", "number", "brace_expression"):
-        return _unescaped(raw)
+        chars = _unescaped(raw)
+        if any(kind == PLAIN and c in " \t\n" for c, kind in chars):
+            raise ArgumentRefused(f"`{raw}` is one word for the grammar and several for bash; quote it")
+        return chars
     if kind == "raw_string":
         return [("", QUOTED), *((c, QUOTED) for c in raw[1:-1])]  # `''` is an empty word, not no word
     if kind == "ansi_c_string":
@@ -114,8 +117,9 @@ def ansi_c(body: str) -> str:
                 out.append("\\" + e)
                 continue
             code = int(digits.group(), 16)
-            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                raise ArgumentRefused(f"`$'{body}'` holds an escape that is not a character; write it out")
+            if e != "x" and code > 0x7F:
+                raise ArgumentRefused(f"`$'{body}'`: what a \\{e} escape beyond ASCII becomes depends on the locale; "
+                                      "write the character itself")  # fmt: skip
             out.append(chr(code))
             i += len(digits.group())
         elif e == "c" and i < len(body):
@@ -334,11 +338,12 @@ def _tilde(chars: list[Char]) -> list[Char]:
         starts += [i + 1 for i, c in enumerate(plain) if c in "=:" and i >= assignment.end() - 1
                    and plain[i + 1 : i + 2] == "~"]  # fmt: skip
     for start in reversed(starts):
+        ends = "/:" if assignment else "/"
         end = start + 1
-        while end < len(chars) and chars[end][1] == PLAIN and chars[end][0] not in "/:":
+        while end < len(chars) and not (chars[end][1] == PLAIN and chars[end][0] in ends):
             end += 1
         if any(kind != PLAIN for _, kind in chars[start + 1 : end]):
-            continue  # a quoted tilde-prefix is not expanded
+            continue  # a tilde-prefix with a quoted character is not expanded
         chars = [*chars[:start], ("", UNKNOWN), *chars[end:]]
     return chars
 
@@ -350,5 +355,5 @@ def _finish(chars: list[Char]) -> Expanded:
     value = "".join(c for c, _ in chars)
     if not any(kind == PLAIN and c in _GLOB for c, kind in chars):
         return Expanded(value, shape)
-    glob = "".join(f"[{c}]" if kind in (QUOTED, ESCAPED) and c in _GLOB + "]\\" else c for c, kind in chars)
+    glob = "".join(f"[{c}]" if kind in (QUOTED, ESCAPED) and c and c in _GLOB + "]\\" else c for c, kind in chars)
     return Expanded(Pattern(value, glob), shape)
