@@ -15,7 +15,8 @@ device ioctls, so terminals work) and grants them beneath a few hierarchies:
 * everything but device nodes (write, create, remove, rename, truncate): the roots, the session's private temporary
   directory, the package caches (`process_settings.default_caches`) and what the operator adds
   (`--shell-writable`);
-* read and write: the character devices a shell needs (`/dev/null`, terminals, `/dev/shm`).
+* read and write: the character devices a shell needs (`/dev/null`, terminals); in `/dev/shm`, files may
+  be made, used and removed but the directory not listed.
 
 What it cannot express, and so does not do: a file inside a writable root cannot be taken back out (a
 right granted on a directory covers everything beneath it), so a repository's `.git/config` and hooks are
@@ -71,7 +72,12 @@ READ = EXECUTE | READ_FILE | READ_DIR
 FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE  # the rights a rule on a non-directory may carry
 
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
-           "/dev/pts", "/dev/shm")  # fmt: skip
+           "/dev/pts")  # fmt: skip
+# POSIX shared memory and semaphores (Python's multiprocessing locks) live in /dev/shm, which every session
+# and the host share: a command may make, use and remove a file there, but not list the directory, so it
+# cannot find another session's names.
+SHARED_MEMORY = "/dev/shm"
+SHARED_MEMORY_RIGHTS = READ_FILE | WRITE_FILE | MAKE_REG | REMOVE_FILE | TRUNCATE
 
 
 # -- the kernel interface ---------------------------------------------------------------------------------
@@ -157,11 +163,12 @@ class Ruleset:
             raise LandlockError(err, f"landlock_create_ruleset: {os.strerror(err)}")
         self.fd = int(fd)
         try:
-            self._grant_except("/", [os.path.realpath(h) for h in grants.hidden], READ)
+            self._grant_except("/", [os.path.realpath(h) for h in (*grants.hidden, SHARED_MEMORY)], READ)
             for path in grants.readable:
                 self.grant(path, READ)
             for path in DEVICES:
-                self.grant(path, READ_FILE | WRITE_FILE | READ_DIR | MAKE_REG, missing_ok=True)
+                self.grant(path, READ_FILE | WRITE_FILE, missing_ok=True)
+            self.grant(SHARED_MEMORY, SHARED_MEMORY_RIGHTS, missing_ok=True)
             for path in grants.writable:
                 self.grant(path, self.fs & ~(MAKE_CHAR | MAKE_BLOCK))
         except BaseException:

@@ -233,3 +233,17 @@ def test_a_confined_command_keeps_no_capability_even_as_root() -> None:
     out, err = done.communicate(timeout=30)
     assert out.count("0000000000000000") == 4, out
     assert "Operation not permitted" in err
+
+
+@needs_landlock
+def test_shared_memory_is_usable_but_not_listable(tmp_path: Path) -> None:
+    """POSIX semaphores work under Landlock (Python's multiprocessing locks), but `/dev/shm` cannot be
+    listed, so a session cannot find another's names there."""
+    ruleset = landlock.Ruleset(landlock.Grants(writable=(str(tmp_path),)))
+    probe = "python3 -c 'import multiprocessing as m; l = m.Lock(); l.acquire(); print(\"lock ok\")'; ls /dev/shm"
+    try:
+        done = reaped(["bash", "-c", probe], ruleset, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = done.communicate(timeout=30)
+    finally:
+        ruleset.close()
+    assert "lock ok" in out and "Permission denied" in err, (out, err)
