@@ -143,7 +143,7 @@ def check_xargs(name: str, args: list[Word], strict: bool) -> list[Launch]:
     if replace is None:
         inner.append(None)
     else:
-        inner = [inner[0], *(None if w is not None and replace in w else w for w in inner[1:])]
+        inner = [None if w is not None and replace in w else w for w in inner]  # BSD xargs replaces in the name
     return [Launch(inner)]
 
 
