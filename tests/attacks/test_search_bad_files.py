@@ -153,7 +153,7 @@ async def test_a_tree_too_deep_to_name_says_where_it_was_cut(tmp_path: Path) -> 
     head = text.partition("\n")[0]
     assert head.startswith('Found 1 match in 1 file for pattern "hello"'), head
     assert "File: src/good.txt" in text
-    cut = f"1 path nested too deep for the system to name (longer than 4096 bytes) was not searched, the first {NAME[:9]}"
+    cut = "1 path nested too deep for the system to name (longer than 4096 bytes) was not searched, the first regex-"
     assert cut in head, head  # one directory, nothing below it searched
 
 
