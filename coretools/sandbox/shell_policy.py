@@ -22,14 +22,18 @@ references can run command substitutions), `[[ ]]`, `eval`, parameter expansions
 `${NAME}`, variable assignments (PATH, LD_PRELOAD...), redirections other than to /dev/null or between
 descriptors, command names that are not literal words, `$_` (its value is the previous command's last
 argument, so the model sets it), and arguments naming a protected path (`.git` and what is in it, secret
-env files: literally, or with expansions around the literal part). Every word is judged as bash will pass
-it (`exec_policy/expansion.py`): `.{g..g}it`, `{-c,x}` and `$'\x2egit'` are what they expand to, never
-their spelling, and a word that brace-expands into too many words is refused. Programs that can run programs are checked against the argument
-table in `exec_policy` (git, sed, awk, find, env, xargs and the other launchers, tar, ...), and an
-allowlisted command runs in the hardened environment of `coretools/sandbox/hardened_env.py`. With only a
-denylist, substitutions and `eval` strings are looked into rather than refused, but anything that hides
-which command runs is still refused, including the table's options that carry a command line. Parse
-errors are always refused.
+env files: literally, or with expansions around the literal part). Programs that can run programs are
+checked against the argument table in `exec_policy` (git, sed, awk, find, env, xargs and the other
+launchers, tar, ...), and an allowlisted command runs in the hardened environment of
+`coretools/sandbox/hardened_env.py`. With only a denylist, substitutions, `eval` strings and `trap`
+actions are looked into rather than refused, but anything that hides which command runs is still refused,
+including the table's options that carry a command line. Parse errors are always refused.
+
+Words are what bash makes of them, in both modes: each is judged after bash's brace, tilde and `$'…'`
+expansion (`exec_policy/expansion.py`: `.{g..g}it`, `{-c,x}` and `$'\x2egit'` are what they expand to,
+never their spelling), a shell's own options are read as bash reads them (`bash -c -e 'x'` runs `x`), and a
+script in which the grammar and bash would split words differently (a byte the grammar drops, a
+backslash-newline inside a word) is refused.
 """
 
 from __future__ import annotations
