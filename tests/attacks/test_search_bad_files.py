@@ -33,12 +33,40 @@ def anyio_backend() -> str:
 
 
 async def search(root: Path, args: dict, *extra: str, tool: str = "search_file_content") -> tuple[bool, str]:
+    """One search through a fresh server, whose peak RSS may grow by `MEMORY_BOUND` at most during it."""
     from mcp import Client
     from mcp.client.stdio import stdio_client
 
     async with Client(stdio_client(stdio_params([root], *extra), errlog=sys.stderr), mode="legacy") as client:
+        warm = await client.call_tool("read_file", {"absolute_path": str(root / "src" / "good.txt")})
+        assert not warm.is_error, text_of(warm)
+        pid = _server_pid(root)
+        idle = _peak(pid)
         result = await client.call_tool(tool, args)
+        grown = _peak(pid) - idle
+        assert grown < MEMORY_BOUND, f"the server's peak RSS grew by {grown >> 20} MiB"
         return result.is_error, text_of(result)
+
+
+MEMORY_BOUND = 300 << 20  # the README's bound on one call
+
+
+def _peak(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.partition("VmHWM:")[2].split()[0]) << 10
+
+
+def _server_pid(root: Path) -> int:
+    """The server this test process started for `root` (its child, with the root on its command line)."""
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if parent == os.getpid() and b"coretools" in argv and os.fsencode(root) in argv:
+            return int(entry)
+    raise AssertionError("the server subprocess was not found")
 
 
 def good_tree(tmp_path: Path) -> Path:
