@@ -56,7 +56,7 @@ from coretools.tools.search_reported import (
     many_fields,
     matched_lines,
 )
-from coretools.tools.search_listing import batches, large_ignore_notes, listed_files, skipped_file_note, too_long_note
+from coretools.tools import search_listing as listing
 from coretools.tools.search_results import Collector, FileLines, Job, Request, Target, show_line
 
 
@@ -88,7 +88,7 @@ class RipgrepEngine:
                     req.allow_protected,
                 )  # None: rg cannot express them; the walk picks the files (`_listed`)
                 if unread:
-                    job.out.skipped += large_ignore_notes(job, target, unread)
+                    job.out.skipped += listing.large_ignore_notes(job, target, unread)
             else:
                 rules = ripgrep.RgRules(["--no-config", "--no-messages"])
             plans.append((target, rules))
@@ -167,7 +167,7 @@ class RipgrepEngine:
             self._collect(job, target, run, recheck, view, done)
             if not run.out_of_memory:
                 if too_long.first is not None:
-                    job.out.skipped.append(too_long_note(target, too_long.first, run.stderr_hits))
+                    job.out.skipped.append(listing.too_long_note(target, too_long.first, run.stderr_hits))
                 break
             if time.monotonic() >= deadline:
                 job.out.stopped = f"the search was stopped after {job.req.timeout:g} seconds"
@@ -213,7 +213,7 @@ class RipgrepEngine:
             return
         if len(files) == 1:
             shown = target.display_prefix + files[0][2:] if target.is_dir else target.path
-            job.out.skipped.append(skipped_file_note(shown, ripgrep.RG_DATA_LIMIT))
+            job.out.skipped.append(listing.skipped_file_note(shown, ripgrep.RG_DATA_LIMIT))
             job.out.skipped_files += 1
             if job.out.skipped_files >= _MAX_SKIPPED_FILES:
                 job.out.stopped = (
@@ -242,9 +242,9 @@ class RipgrepEngine:
         req, out = job.req, job.out
         deadline = time.monotonic() + req.timeout if deadline is None else deadline
         done = set() if done is None else done
-        files = (rel for rel in listed_files(job, target) if rel not in done)
+        files = (rel for rel in listing.listed_files(job, target) if rel not in done)
         cwd = ripgrep.dir_cwd(target.fd, target.path)
-        for batch in batches(files):
+        for batch in listing.batches(files):
             left = deadline - time.monotonic()
             if left <= 0:
                 out.stopped = f"the search was stopped after {req.timeout:g} seconds"
@@ -575,6 +575,11 @@ def _rg_error(message: str) -> str:
 # -- pure Python ------------------------------------------------------------------------------------------
 
 
+# The bytes of a file the Python engine searches: it holds the file whole, decoded (up to 4 bytes a character)
+# and split into lines (a string object each), several times its size; a larger file is left out and named.
+PYTHON_MAX_FILE = 16 << 20
+
+
 class PythonEngine:
     name = "python"
 
@@ -613,10 +618,14 @@ class PythonEngine:
         rx, exclude = regexes
         loc = Location(target.root, rel, ws.shown_path(target.root, rel))
         try:
-            _, data = ws.read_bytes(loc)
+            _, data = ws.read_bytes(loc, PYTHON_MAX_FILE + 1)
         except ToolError:
             return
         if b"\0" in data and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            return
+        if len(data) > PYTHON_MAX_FILE:
+            shown = target.display_prefix + shown_rel if shown_rel is not None else target.path
+            out.skipped.append(listing.too_large_note(shown, PYTHON_MAX_FILE))
             return
         text = decode_text(data)
         if not rx.anchored and not rx.anywhere(text):

@@ -103,6 +103,13 @@ def skipped_file_note(name: str, limit: int) -> str:
     )
 
 
+def too_large_note(name: str, limit: int) -> str:
+    return (
+        f"{shown_path(name)} was not searched: it is larger than the {limit >> 20} MiB a file may have for the "
+        "Python search engine, which reads it whole (ripgrep, the default engine, has no such bound)"
+    )
+
+
 def too_long_note(target: Target, first: str, count: int) -> str:
     """What a search says of the paths rg could not name (`ripgrep.PathTooLong`): `count` of them, the
     first `first` as rg wrote it."""

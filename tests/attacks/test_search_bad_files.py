@@ -205,3 +205,18 @@ async def test_a_search_stops_after_a_few_files_left_out(tmp_path: Path, monkeyp
     head = text.partition("\n")[0]
     assert "the search was stopped after ripgrep ran out of memory on 2 files searched one at a time" in head, head
     assert head.count("was not searched: ripgrep needed more than 32 MiB") == 2, head
+
+
+async def test_the_python_engine_leaves_out_a_file_too_large_to_hold_and_names_it(tmp_path: Path) -> None:
+    """The fallback engine holds a file whole, decoded and split into lines, several times its size: a file
+    past its bound (here one line, as a 300 MB one would be) is left out and named, the rest searched."""
+    from coretools.tools.search_engines import PYTHON_MAX_FILE
+
+    root = good_tree(tmp_path)
+    (root / "data.min.js").write_bytes(b"x" * PYTHON_MAX_FILE + b" hello\n")
+    is_error, text = await search(root, {"pattern": "hello"}, "--search-engine", "python")
+    assert not is_error, text[:2000]
+    head = text.partition("\n")[0]
+    assert head.startswith('Found 1 match in 1 file for pattern "hello" in the workspace directory:'), head
+    assert "File: src/good.txt" in text
+    assert f"data.min.js was not searched: it is larger than the {PYTHON_MAX_FILE >> 20} MiB a file may have" in head
