@@ -41,7 +41,7 @@ from coretools.sandbox import ripgrep
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
 from coretools.sandbox.walk import walk
-from coretools.tools.search_regex import LineRegex, decode_text
+from coretools.tools.search_regex import LineRegex, decode_text, text_lines
 from coretools.tools.search_reported import (
     BEGIN,
     CONTEXT,
@@ -575,8 +575,8 @@ def _rg_error(message: str) -> str:
 # -- pure Python ------------------------------------------------------------------------------------------
 
 
-# The bytes of a file the Python engine searches: it holds the file whole, decoded (up to 4 bytes a character)
-# and split into lines (a string object each), several times its size; a larger file is left out and named.
+# The bytes of a file the Python engine searches: it holds the file whole, and decoded (up to 4 bytes a
+# character), up to five times its size; a larger file is left out and named.
 PYTHON_MAX_FILE = 16 << 20
 
 
@@ -632,11 +632,8 @@ class PythonEngine:
             return  # a match in a line is a match in the text (multi-line), unless \\A or \\z anchor it
         key = (target.index, target.display_prefix + shown_rel if shown_rel is not None else target.path)
         found = FileLines(req.file_limit, req.before, req.after)
-        rows = text.split("\n")
-        if rows and rows[-1] == "":
-            rows.pop()
         context = bool(req.before or req.after)
-        for number, line in enumerate(rows, 1):
+        for number, line in enumerate(text_lines(text), 1):
             if rx.search(line) and not (exclude is not None and exclude.search(line.rstrip("\r"))):
                 found.match(number, lambda line=line: show_line(_utf8(line), rx.spans))
             elif context and found.wants_context:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.matcher import MAX_MEM, compile_program, encode
@@ -111,3 +112,15 @@ def decode_text(data: bytes) -> str:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     return data.decode("utf-8", "surrogateescape")
+
+
+def text_lines(text: str) -> Iterator[str]:
+    """The lines of `text` without their `\\n` (none after a final one), one at a time: a list of them all
+    would cost a string object per line, many times the text's size for short lines."""
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        if end < 0:
+            end = size
+        yield text[start:end]
+        start = end + 1
