@@ -1,0 +1,414 @@
+"""Red team of the shell sandbox, through tool calls only: what a steered model can do to the host, the
+server and the other sessions with `run_shell_command` and the file tools, in each sandbox mode.
+
+Every server here is a real `python -m coretools serve` subprocess spoken to over stdio in plain JSON-RPC
+(the test holds its PID and its pipes), and every scene lives under `/var/tmp`, outside the roots and
+outside the `/tmp` a sandbox may replace, so a write or a deletion the sandbox lets through lands on the
+host, where the test looks for it. Each attack is judged by its effect: a file outside the roots that
+disappeared or appeared, bytes a command read that only another session or the user's terminal held, a
+process alive after its call, a server that stopped answering.
+
+The scenes:
+
+* bubblewrap: the server's clean-up after a run (`bwrap.remove_new`, which deletes git pointer files a
+  command created) follows a symbolic link the command put in place of a repository's directory, and
+  deletes a file outside the roots; a FIFO named `.git` blocks the server's walk of the roots before
+  the next command (the whole server, every session); a `.env` link to a path bubblewrap cannot mount on
+  stops every later command.
+* Landlock: `/dev/pts` is granted whole, so a command reads what the user types in another terminal and
+  writes into it; another server's session directories (a second stdio client on the same host) are
+  readable by name, and the names are in `/proc/*/cmdline`, which shows every session's commands.
+* no sandbox (`none`), and Landlock before ABI 6: a command kills its own reaper, and what it started
+  outlives the call.
+* every mode: a server installed in a package cache (`uvx coretools-mcp` runs from `~/.cache/uv`) can have
+  its own code rewritten by a command, and the next start runs it on the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coretools.sandbox import landlock
+from coretools.sandbox.bwrap import bwrap_problem
+from http_harness import REPO, server_env, wait_for
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(sys.platform != "linux", reason="the OS sandboxes are Linux only"),
+]
+
+needs_bwrap = pytest.mark.skipif(sys.platform != "linux" or bwrap_problem() is not None,
+                                 reason="bubblewrap cannot run here")  # fmt: skip
+needs_landlock = pytest.mark.skipif(sys.platform != "linux" or landlock.abi() < 1, reason="no Landlock here")
+
+
+class StdioServer:
+    """`coretools-mcp serve` over its own pipes, spoken to in newline-delimited JSON-RPC."""
+
+    def __init__(self, root: Path, *flags: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> None:
+        self.log = tempfile.TemporaryFile()
+        argv = [sys.executable, "-m", "coretools", "serve", "--root", str(root), "--structured-content", *flags]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     env=env or server_env(), cwd=str(cwd))  # fmt: skip
+        self.messages: queue.Queue[dict | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.next_id = 0
+        self.answers: dict[int, dict] = {}
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "redteam", "version": "0"}}
+        self._init = self.request("initialize", init)
+
+    def ready(self) -> StdioServer:
+        try:
+            self.answer(self._init)
+        except (RuntimeError, queue.Empty) as exc:
+            pytest.fail(f"the server did not start: {exc}")
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return self
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.messages.put(json.loads(line))
+            except ValueError:
+                continue
+        self.messages.put(None)
+
+    def stderr(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict) -> int:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def answer(self, request_id: int, timeout: float = 60.0) -> dict:
+        """The result of a request; queue.Empty if none came within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while request_id not in self.answers:
+            message = self.messages.get(timeout=max(deadline - time.monotonic(), 0.01))
+            if message is None:
+                raise RuntimeError(f"the server closed its output; its stderr:\n{self.stderr()}")
+            if "id" in message:
+                self.answers[message["id"]] = message
+        message = self.answers.pop(request_id)
+        if "error" in message:
+            raise RuntimeError(f"request {request_id}: {message['error']}")
+        return message["result"]
+
+    def start_call(self, name: str, arguments: dict) -> int:
+        return self.request("tools/call", {"name": name, "arguments": arguments})
+
+    def shell(self, command: str, **extra: object) -> dict:
+        result = self.answer(self.start_call("run_shell_command", {"command": command, **extra}))
+        assert "structuredContent" in result, result
+        return result["structuredContent"]
+
+    def end(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        self.log.close()
+
+
+def marker() -> str:
+    return f"4343.{secrets.randbelow(10**9):09d}"
+
+
+def holders(mark: str) -> list[int]:
+    """Live processes whose command line holds `mark`."""
+    needle = mark.encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                if needle in fh.read():
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_holders(mark: str) -> None:
+    for pid in holders(mark):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="coretools-redteam-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def new_root(base: Path, name: str) -> Path:
+    root = base / name / "root"
+    root.mkdir(parents=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def bwrap_server(base: Path) -> Iterator[StdioServer]:
+    if bwrap_problem() is not None:
+        pytest.skip("bubblewrap cannot run here")
+    server = StdioServer(new_root(base, "bwrap"), "--shell-sandbox", "bwrap").ready()
+    yield server
+    server.end()
+
+
+@pytest.fixture(scope="module")
+def landlock_pair(base: Path) -> Iterator[tuple[StdioServer, StdioServer]]:
+    """Two Landlock servers, as two stdio clients on one host (two agent windows) have."""
+    if landlock.abi() < 1:
+        pytest.skip("no Landlock here")
+    a = StdioServer(new_root(base, "landlock-a"), "--shell-sandbox", "landlock")
+    b = StdioServer(new_root(base, "landlock-b"), "--shell-sandbox", "landlock")
+    yield a.ready(), b.ready()
+    a.end()
+    b.end()
+
+
+@pytest.fixture(scope="module")
+def none_server(base: Path) -> Iterator[StdioServer]:
+    server = StdioServer(new_root(base, "none"), "--shell-sandbox", "none").ready()
+    yield server
+    server.end()
+
+
+# -- bubblewrap: what the server does on the host around a run -------------------------------------------
+
+
+@needs_bwrap
+def test_cleanup_after_a_run_deletes_nothing_outside_the_roots(bwrap_server: StdioServer, base: Path) -> None:
+    """After each run the server deletes the `commondir` and `config.worktree` files a command made in a
+    repository's git directory (they would point git elsewhere). The paths are computed before the run;
+    during it, the command renames the repository's directory away (the git directory is a mount point,
+    its parent is not) and puts a symbolic link to a directory outside the roots in its place. The
+    server, as the host user, must not delete through that link (suggested fix: hold a descriptor of each
+    git directory from before the run and unlink relative to it, `unlink(name, dir_fd=...)`)."""
+    root = Path(bwrap_server.shell("pwd")["stdout"].strip())
+    victim = base / "victim-gitdir"
+    victim.mkdir()
+    (victim / "commondir").write_text("a linked worktree's pointer, outside the roots\n")
+    (victim / "config.worktree").write_text("[core]\n\tsparseCheckout = true\n")
+    before = {p.name: p.read_bytes() for p in victim.iterdir()}
+    subprocess.run(["git", "init", "-q", str(root / "repo")], check=True, capture_output=True)
+    try:
+        s = bwrap_server.shell(f"mv repo repo-moved && mkdir repo && ln -s {victim} repo/.git && echo planted")
+        assert s["stdout"].strip() == "planted", s
+        after = {p.name: p.read_bytes() for p in victim.iterdir()}
+        assert after == before, f"the server deleted files outside the roots: {sorted(set(before) - set(after))}; {s}"
+    finally:
+        for name in ("repo", "repo-moved"):
+            path = root / name
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.exists():
+                shutil.rmtree(path)
+
+
+@needs_bwrap
+def test_a_secret_file_link_does_not_stop_later_commands(bwrap_server: StdioServer) -> None:
+    """bubblewrap masks secret env files by mounting an empty file on each, at the path the link resolves
+    to in the server. A `.env` that links to the server's `/proc/self/status` names a path that does not
+    exist in the command's own `/proc`, so bwrap fails to start: every later command (even `rm .env`)
+    fails until a human removes the link. A link leaving the roots needs no mask (suggested fix: mask
+    only files inside the roots, and never let a mask stop the run)."""
+    root = Path(bwrap_server.shell("pwd")["stdout"].strip())
+    try:
+        planted = bwrap_server.shell("ln -s /proc/self/status .env && echo planted")
+        assert planted["stdout"].strip() == "planted", planted
+        s = bwrap_server.shell("echo still-running")
+        assert s["stdout"].strip() == "still-running", s
+    finally:
+        (root / ".env").unlink(missing_ok=True)
+
+
+@needs_bwrap
+def test_a_fifo_named_git_does_not_freeze_the_server(base: Path) -> None:
+    """Before each command the server walks the roots for `.git` entries and reads the `gitdir:` line of
+    every `.git` that is not a directory, with a plain blocking open. A command makes `.git` a FIFO: the
+    next command's open waits forever for a writer, on the event loop, so no call of any session is
+    answered again and `--call-timeout` never fires. Suggested fix: open what a command may have made with
+    `O_NONBLOCK | O_NOFOLLOW` and read only regular files; prepare the sandbox off the event loop."""
+    root = new_root(base, "fifo")
+    server = StdioServer(root, "--shell-sandbox", "bwrap", "--call-timeout", "3").ready()
+    fifo = root / "sub" / ".git"
+    try:
+        planted = server.shell("mkdir sub && mkfifo sub/.git && echo planted")
+        assert planted["stdout"].strip() == "planted", planted
+        shell = server.start_call("run_shell_command", {"command": "echo hi"})
+        listing = server.start_call("list_directory", {"dir_path": str(root)})
+        try:
+            server.answer(listing, timeout=8)
+            server.answer(shell, timeout=8)
+        except queue.Empty:
+            pytest.fail("the server stopped answering every call after a command made a FIFO named .git")
+    finally:
+        try:  # a writer releases a server blocked opening the FIFO
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        server.end()
+
+
+# -- Landlock: the host's terminals, other servers' sessions ----------------------------------------------
+
+
+@needs_landlock
+def test_a_command_cannot_read_or_write_the_users_terminals(landlock_pair: tuple[StdioServer, StdioServer]) -> None:
+    """Landlock grants `/dev/pts` whole (so that `script` or `expect` can make a terminal), and a terminal
+    of the server's user is the user's: a command opens one the user types in (here a pseudo-terminal
+    the test holds), reads the keystrokes (a password typed at a `sudo` prompt) and writes into it (escape
+    sequences, a fake prompt). bubblewrap gives each command its own `/dev/pts`. Suggested fix: grant
+    `/dev/ptmx` and only terminals the command makes, or none of `/dev/pts` under Landlock."""
+    server, _ = landlock_pair
+    master, slave = os.openpty()
+    try:
+        name = os.ttyname(slave)
+        typed = f"typed-{secrets.token_hex(6)}"
+        os.write(master, typed.encode() + b"\n")
+        injected = f"injected-{secrets.token_hex(6)}"
+        s = server.shell(f"timeout 2 head -c {len(typed)} {name}; echo; echo {injected} > {name}; echo done")
+        assert s["stdout"].strip().endswith("done"), s
+        echoed = b""
+        while select.select([master], [], [], 0.3)[0]:
+            echoed += os.read(master, 4096)
+        assert typed not in s["stdout"], f"a command read what the user typed in {name}: {s}"
+        assert injected.encode() not in echoed, f"a command wrote into the user's terminal {name}: {echoed!r}"
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+@needs_landlock
+def test_another_servers_session_files_are_hidden(landlock_pair: tuple[StdioServer, StdioServer]) -> None:
+    """Each stdio client has a server, and each server hides only its own scratch base from its commands:
+    every other server's (`/tmp/coretools-shell-*`, a sibling in `/tmp`) is granted for reading like the
+    rest of `/tmp`. Names are random, but every session's command lines are in `/proc/*/cmdline`, paths
+    in its `$TMPDIR` included. Session A (one server) keeps a note in its temporary directory; session B
+    (another server) reads it. Suggested fix: put every server's scratch base in one per-user directory
+    and hide that whole directory, granting back only the session's own."""
+    a, b = landlock_pair
+    note = f"A-NOTE-{secrets.token_hex(6)}"
+    tmp = a.shell(f'echo {note} > "$TMPDIR/notes" && echo "$TMPDIR"')["stdout"].strip()
+    assert tmp, "A has no temporary directory"
+    s = b.shell(f'cat "{tmp}/notes"; ls "{os.path.dirname(tmp)}"; echo probe-ran')
+    assert s["stdout"].rstrip().endswith("probe-ran"), s
+    assert note not in s["stdout"], f"a session of another server read A's temporary file: {s}"
+
+
+@needs_landlock
+def test_another_sessions_commands_are_not_visible(landlock_pair: tuple[StdioServer, StdioServer]) -> None:
+    """"No session sees another's processes": under Landlock every command shares the host's `/proc`, so
+    session B lists session A's running command lines (a token on a `curl` line, a path in A's temporary
+    directory). bubblewrap gives each command its own PID namespace. Landlock cannot hide `/proc/PID`:
+    the fix is the host's (`/proc` mounted with `hidepid=invisible`, or commands run as another user),
+    else the README's claim should say that under Landlock processes are visible, not reachable."""
+    a, b = landlock_pair
+    mark = marker()
+    started = a.shell(f"exec sleep {mark}", is_background=True, delay_ms=300)
+    try:
+        assert started.get("background") is True, started
+        s = b.shell(r"cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ' | grep -oE '4343\.[0-9]{9}' | sort -u; "
+                    "echo probe-ran")  # fmt: skip
+        assert s["stdout"].rstrip().endswith("probe-ran"), s
+        assert mark not in s["stdout"], f"session B saw session A's command line: {s}"
+    finally:
+        kill_holders(mark)
+
+
+# -- lifetimes: a command that kills its own reaper -------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["none", "landlock"])
+def test_killing_its_reaper_does_not_free_a_process(mode: str, request: pytest.FixtureRequest) -> None:
+    """Outside bubblewrap the per-run reaper keeps a command's processes in its tree and kills them when
+    the command's first process exits. A command that SIGKILLs its reaper (`$PPID`) orphans them to the
+    server, where no run claims them: a process started that way outlives its call, and, if the server
+    then dies by SIGKILL (which the same command can send without a sandbox), the server too. Under
+    Landlock, ABI 6 (Linux 6.12) scopes signals and holds; before it, the same command works there.
+    Suggested fix: an orphan that reaches the server (it is a subreaper) belongs to no live run and is
+    killed at once, and a run whose reaper died has its tree killed by the server."""
+    if mode == "landlock":
+        if landlock.abi() < 1:
+            pytest.skip("no Landlock here")
+        server = request.getfixturevalue("landlock_pair")[0]
+    else:
+        server = request.getfixturevalue("none_server")
+    mark = marker()
+    try:
+        s = server.shell(f"setsid sleep {mark} </dev/null >/dev/null 2>&1 & sleep 0.3; kill -9 $PPID; echo done")
+        assert s["stdout"].strip() == "done", s
+        gone = wait_for(lambda: not holders(mark), timeout=2)
+        assert gone, f"`sleep {mark}` outlived its call ({mode}) after the command killed its reaper: {s}"
+    finally:
+        kill_holders(mark)
+
+
+# -- every mode: the server's own code in a writable cache ------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
+def test_the_servers_own_code_is_not_writable(mode: str, base: Path) -> None:
+    """`uvx coretools-mcp` (how MCP servers are usually run) installs the server in uv's cache,
+    `~/.cache/uv/archive-v0/<hash>/`, and the XDG cache is writable by default. A command appends to the
+    server's own `coretools/__init__.py` there; the next start of the server (the next client) runs it on
+    the host, outside any sandbox. Under Landlock it is even quicker: every command starts
+    `reaper.py` from there, unconfined. Suggested fix: never grant writing to the server's own
+    installation (its package directory, `sys.prefix`, the bundled bwrap and ripgrep): leave a cache that
+    holds them out of the writable set, or carve them out (bwrap: bind them read-only again; Landlock:
+    grant the cache's other entries level by level, as the scratch base is carved out of reading)."""
+    if mode == "bwrap" and bwrap_problem() is not None:
+        pytest.skip("bubblewrap cannot run here")
+    if mode == "landlock" and landlock.abi() < 1:
+        pytest.skip("no Landlock here")
+    scene = base / f"uvx-{mode}"
+    home = scene / "home"
+    site = home / ".cache" / "uv" / "archive-v0" / "Hx7dQ2" / "lib" / "python3" / "site-packages"
+    shutil.copytree(REPO / "coretools", site / "coretools", ignore=shutil.ignore_patterns("__pycache__"))
+    root = scene / "root"
+    root.mkdir()
+    pwned = scene / f"pwned-{secrets.token_hex(6)}"
+    env = server_env({"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")})
+    env["PYTHONPATH"] = str(site)  # as uvx runs it: the installed copy, not the working tree
+    server = StdioServer(root, "--shell-sandbox", mode, env=env, cwd=scene).ready()
+    try:
+        payload = f"import os as _o; _o.close(_o.open({str(pwned)!r}, _o.O_CREAT | _o.O_WRONLY))"
+        s = server.shell(f'for f in "$XDG_CACHE_HOME"/uv/archive-v0/*/lib/python3/site-packages/coretools/__init__.py; '
+                         f'do echo "{payload}" >> "$f"; done; echo done')  # fmt: skip
+        assert s["stdout"].strip() == "done", s
+    finally:
+        server.end()
+    subprocess.run([sys.executable, "-m", "coretools", "--version"], env=env, cwd=str(scene), capture_output=True,
+                   timeout=60, check=False)  # fmt: skip
+    assert not pwned.exists(), f"a sandboxed command ({mode}) rewrote the server's own code: {s}"
