@@ -29,6 +29,7 @@ import itertools
 import operator
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -138,7 +139,7 @@ def walk(
                             if top_only:
                                 continue
                             if depth + 1 >= bounds.max_depth:
-                                report.truncated = f"did not descend below depth {bounds.max_depth}"
+                                report.truncated = report.truncated or depth_note(bounds.max_depth, entry.rel)
                                 continue
                             subdirs.append((entry.name, entry.rel))
                         else:
@@ -155,6 +156,57 @@ def walk(
         finally:
             for fd, _, _ in stack:
                 os.close(fd)
+
+
+def depth_note(max_depth: int, rel: str) -> str:
+    """What a walk says of the first directory it did not enter for being `max_depth` levels down."""
+    shown = rel if len(rel) <= 120 else f"{rel[:60]}...{rel[-57:]}"
+    return f"did not descend below depth {max_depth}, first at {shown} (a directory that deep is not searched)"
+
+
+def depth_cut(
+    ws: Workspace, loc: Location, options: IgnoreOptions, max_depth: int, cancelled: Callable[[], None] | None = None
+) -> str | None:
+    """Where a walk below `loc` bounded at `max_depth` would be cut (`depth_note`), or None when every
+    directory it would enter is less deep. Only directories are listed (no file is stat'ed), so this costs
+    about a tenth of a walk; rg says nothing of the directories its `--max-depth` leaves out, and a chain
+    of directories without files gives no file to show for it."""
+    rules = ws.ignore_rules(loc.root, options)
+    with ws.open_dir(loc) as (node, top_fd):
+        stack: list[tuple[int, str, int]] = [(os.dup(top_fd), node.rel, 0)]
+        try:
+            while stack:
+                dir_fd, dir_rel, depth = stack.pop()
+                try:
+                    if cancelled is not None:
+                        cancelled()
+                    try:
+                        subdirs = sorted(item.name for item in scan_dir(dir_fd) if _is_dir(item))
+                    except OSError:
+                        continue
+                    for name in reversed(subdirs):
+                        rel = f"{dir_rel}/{name}" if dir_rel else name
+                        if hidden(ws, rules, name, rel, True):
+                            continue
+                        if depth + 1 >= max_depth:
+                            return depth_note(max_depth, rel)
+                        try:
+                            stack.append((open_subdir(dir_fd, name), rel, depth + 1))
+                        except OSError:
+                            continue
+                finally:
+                    os.close(dir_fd)
+        finally:
+            for fd, _, _ in stack:
+                os.close(fd)
+    return None
+
+
+def _is_dir(item: os.DirEntry) -> bool:
+    try:
+        return item.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def hidden(ws: Workspace, rules: IgnoreRules, name: str, rel: str, is_dir: bool) -> bool:
@@ -209,6 +261,7 @@ def find_files(
     bounds: WalkBounds | None = None,
     select: Callable[[str], bool] | None = None,
     top_only: bool = False,
+    keep: Callable[[FileTable], None] | None = None,
 ) -> FileTable:
     """glob's walk: the files `walk_files` would give, as one `FileTable` (rows in no particular order),
     with `names` (see `name_filter`), a cheaper test of the same choice as `select`, given to rg as
@@ -216,15 +269,24 @@ def find_files(
     canonical (as `open_node` gives it back): its root is the table's.
 
     `top_only` (a pattern that can only match in `loc` itself, such as `*.md`): that one directory is listed
-    here; starting rg would cost the server several times as much."""
+    here; starting rg would cost the server several times as much.
+
+    `keep(table)`, if given, makes the walk count every file however many there are: whenever the table holds
+    more than `bounds.max_entries` rows, `keep` drops those the caller will not show (adding them to
+    `table.passed`), so the table stays that small. Without it the walk stops there."""
     bounds = bounds or WalkBounds()
-    table = None if top_only else _rg_table(ws, loc, options, ctx, report, bounds, select, names, count_ignored=False)
+    table = None
+    if not top_only:
+        table = _rg_table(ws, loc, options, ctx, report, bounds, select, names, count_ignored=False, keep=keep)
     if table is None:
         table = FileTable(loc.root)
-        for entry in _walked(ws, loc, options, ctx, report, bounds, select, top_only=top_only):
+        walk_bounds = bounds if keep is None else WalkBounds(max_entries=sys.maxsize, max_depth=bounds.max_depth)
+        for entry in _walked(ws, loc, options, ctx, report, walk_bounds, select, top_only=top_only):
             table.rels.append(entry.rel)
             table.mtimes.append(entry.mtime)
             table.sizes.append(entry.size)
+            if keep is not None and len(table.rels) > bounds.max_entries:
+                keep(table)
     return table
 
 
@@ -233,12 +295,18 @@ class FileTable:
     """Files of one root as parallel columns, a row per file: root-relative path, modification time, size.
     Columns instead of an object per file because a walk can find a hundred thousand files: strings,
     floats and ints are not tracked by the garbage collector, so keeping them sets off no collections,
-    whose cost grows with every object kept (they took about a third of a glob over 80k files)."""
+    whose cost grows with every object kept (they took about a third of a glob over 80k files).
+    `passed`: files found and counted, but no longer held (see `find_files`' `keep`)."""
 
     root: int
     rels: list[str] = field(default_factory=list)
     mtimes: list[float] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    passed: int = 0
+
+    @property
+    def found(self) -> int:
+        return len(self.rels) + self.passed
 
 
 def _rg_table(
@@ -251,13 +319,14 @@ def _rg_table(
     select: Callable[[str], bool] | None,
     names: NameFilter | None,
     count_ignored: bool,
+    keep: Callable[[FileTable], None] | None = None,
 ) -> FileTable | None:
     """The files rg lists (`rg_files`), each stat'ed through the gateway while rg is still listing. None
     when rg cannot be used."""
     sink = _StatSink(ws, ctx, None if names is not None and names.exact else select)
     check = anyio.from_thread.check_cancelled
     try:
-        listed = rg_files(ws, loc, options, report, bounds, check, names, sink, count_ignored)
+        listed = rg_files(ws, loc, options, report, bounds, check, names, sink, count_ignored, keep)
     finally:
         sink.close()
     if listed is None:
@@ -390,6 +459,7 @@ def rg_files(
     names: NameFilter | None,
     sink: _StatSink,
     count_ignored: bool = True,
+    keep: Callable[[FileTable], None] | None = None,
 ) -> int | None:
     """Lists the files below the directory `loc` per `rg --files` with our rules, re-checked (only those
     `names` accepts, if given): `sink.add(root, directory, root-relative paths)` receives them batch by
@@ -401,7 +471,10 @@ def rg_files(
     rg is then not given `names`: every file it skipped for its name would cost a debug line, far more than
     the test here. Without it, rg gets `names.globs` as `--glob`s (see `GlobRun`), so it neither matches
     ignore rules against nor prints the files that cannot match; `names.regex` still decides where rg's
-    globs are a superset (case folding, see `NameFilter.globs_exact`)."""
+    globs are a superset (case folding, see `NameFilter.globs_exact`).
+
+    rg is given one level more than `bounds.max_depth`: a file it lists that deep is not kept, and says where
+    the walk was cut. `keep`: see `find_files` (the files are judged by every rule before it drops any)."""
     binary = ripgrep.find_rg()
     if binary is None:
         return None
@@ -409,17 +482,18 @@ def rg_files(
         rules = ripgrep.rg_rules(functools.partial(ws.ignore_source, node.root), node.rel, options, ws.allow_protected)
         if rules is None:
             return None
-        depth, extra, by_name = bounds.max_depth, [], None
+        depth, extra, by_name, cut = bounds.max_depth, [], None, True
         if names is not None and not count_ignored:
             by_name = GlobRun(ws, node.root, node.rel, options, names, rules.recheck_options(options))
             extra += by_name.flags()
             depth = min(depth, 1) if names.top else depth
+            cut = not names.top
             recheck = by_name.recheck
         else:
             recheck = ripgrep.Recheck.of(ws, node.root, node.rel, rules.recheck_options(options), ws.allow_protected)
             if count_ignored:
                 extra.append("--debug")
-        argv = [binary, "--files", "--null", *extra, "--max-depth", str(depth), *rules.flags, "."]
+        argv = [binary, "--files", "--null", *extra, "--max-depth", str(depth + 1 if cut else depth), *rules.flags, "."]
         # (our --globs come before rules.flags: their `!.git` override, later, wins over them)
         run = ripgrep.RgRun(
             argv, ripgrep.dir_cwd(dir_fd, node.path), rules.ignore_files, timeout=RG_WALK_TIMEOUT, check=check,
@@ -429,31 +503,52 @@ def rg_files(
         if by_name is not None and names.globs_exact:
             wanted = None  # rg's globs are the very same test
         prefix = f"{node.rel}/" if node.rel else ""
-        given = 0
+        given, full = 0, False
         for batch in run.records():
             if count_ignored:
                 rels = _judged_counting(batch, wanted, recheck)
             else:
                 rels = _judged(batch, wanted, recheck, by_name)
+            if cut and any(map(operator.ge, map(_SLASHES, rels), itertools.repeat(depth))):
+                rels = _within_depth(rels, depth, prefix, report)
             if prefix:
                 rels = [prefix + rel for rel in rels]
-            if given + len(rels) > bounds.max_entries:
+            if keep is None and given + len(rels) > bounds.max_entries:
                 del rels[bounds.max_entries - given :]
-                report.truncated = f"stopped after {bounds.max_entries} entries"
+                report.truncated, full = f"stopped after {bounds.max_entries} entries", True
             if rels:
                 given += len(rels)
                 sink.add(node.root, node.rel, rels)
-            if report.truncated:
+            if keep is not None and sink.table is not None and len(sink.table.rels) > bounds.max_entries:
+                if by_name is not None:
+                    by_name.judge_files(sink, complete=False)  # (before any file is dropped uncounted)
+                keep(sink.table)
+            if full:
                 break
         if run.returncode == 2 and not given and not run.stopped:
             return None  # rg refused the arguments (it printed nothing): walk instead
-        if run.stopped and not report.truncated:
+        if run.stopped and not full:
             report.truncated = run.stopped.replace("the search", "the walk")
         if count_ignored:
             report.ignored += run.stderr_hits + recheck.hidden
         if by_name is not None and given:
-            by_name.judge_files(sink, complete=run.returncode is not None and not report.truncated)
+            by_name.judge_files(sink, complete=run.returncode is not None and not full)
         return given
+
+
+_SLASHES = operator.methodcaller("count", "/")
+
+
+def _within_depth(rels: list[str], depth: int, prefix: str, report: WalkReport) -> list[str]:
+    """The paths of `rels` (relative to the walk's base, root-relative after `prefix`) at most `depth` levels
+    down; the first directory that held a deeper one is where the walk was cut (`report.truncated`)."""
+    kept = []
+    for rel in rels:
+        if rel.count("/") < depth:
+            kept.append(rel)
+        elif not report.truncated:
+            report.truncated = depth_note(depth, prefix + "/".join(rel.split("/")[:depth]))
+    return kept
 
 
 def _judged(

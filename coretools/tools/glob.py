@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
 import itertools
 import operator
 import time
@@ -17,14 +18,14 @@ from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, check_rg_argument
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_by, ignored_chain, include_hint
 from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import Location, WalkReport
+from coretools.sandbox.paths import Location, WalkBounds, WalkReport
 from coretools.tools.budget import lines_that_fit
 from coretools.tools.dialects import latest_from
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.sandbox.matcher import globmatch
 from coretools.sandbox.patterns.glob import glob_escape, has_magic, split_literal_prefix
 from coretools.sandbox.rgglobs import name_filter
-from coretools.sandbox.walk import FileTable, Scope, find_files, search_scopes, walk_order
+from coretools.sandbox.walk import FileTable, Scope, depth_cut, find_files, search_scopes, walk_order
 
 RECENT_SECONDS = 24 * 3600
 MAX_RESULTS = 5000
@@ -93,27 +94,34 @@ class Glob(Tool):
         )
         case_sensitive = args["case_sensitive"]
         report = WalkReport()
+        now = time.time()
+        keep = functools.partial(_keep_first, now, MAX_RESULTS)  # (every match counted, the first ones kept)
         starts = _starts(ws, scopes, pattern, case_sensitive, options)
         found = [
-            _matching(ws, base, rest, case_sensitive, options, ctx, report) for base, rest, chain in starts if not chain
+            _matching(ws, base, rest, case_sensitive, options, ctx, report, keep)
+            for base, rest, chain in starts
+            if not chain
         ]  # (one table per start directory)
         skipped = [chain for _, _, chain in starts if chain]
         notes = [_skipped_note(chain) for chain in skipped]
         extra = {"ignored_dirs": [_skip_record(chain) for chain in skipped]} if skipped else {}
         where = scopes[0].shown if len(scopes) == 1 else f"{len(scopes)} workspace directories"
         within = "within" if len(scopes) == 1 else "across"
-        total = sum(len(table.rels) for table in found)
+        total = sum(table.found for table in found)
         if not total:
             searched = [(base, rest) for base, rest, _ in starts]
             ignored = _hidden_matches(ws, searched, case_sensitive, options, ctx)
             text = f'No files found matching pattern "{pattern}" {within} {where}'
             if ignored:
                 text += f" ({ignored} files were ignored)"
+            bounded = report.truncated or _depth_cut(ws, [s for s in starts if not s[2]], options)
+            if bounded:
+                notes.insert(0, f"(The walk was bounded: {bounded}; a file there may match.)")
             text = " ".join([text + ".", *notes])
             return ToolResult.text(text, {"files": [], "ignored": ignored, **extra})
         header = f'Found {total} file(s) matching "{pattern}" {within} {where}'
         header += ", sorted by modification time (newest first):"
-        shown = first_in_order(ws, found, time.time(), MAX_RESULTS)
+        shown = first_in_order(ws, found, now, MAX_RESULTS)
         shown = shown[: lines_that_fit(shown, ctx.result_chars)]
         text = header + "\n" + "\n".join(shown)
         if total > len(shown):
@@ -126,6 +134,31 @@ class Glob(Tool):
         text += "".join(f"\n({note})" for note in notes)
         # The ignored count is only worked out when nothing matched (see _hidden_matches).
         return ToolResult.text(text, {"files": shown, "total": total, "ignored": None, **extra})
+
+
+def _keep_first(now: float, limit: int, table: FileTable) -> None:
+    """`find_files`' `keep`: of the rows of `table`, the first `limit` in glob's order (see `first_in_order`)
+    stay; the others are only counted (`table.passed`)."""
+    rels, mtimes, sizes = table.rels, table.mtimes, table.sizes
+    rows = _recent_rows(mtimes, now, lambda row: walk_order(rels[row]), limit)[:limit]
+    if len(rows) < limit:
+        older = (row for row, mtime in enumerate(mtimes) if now - mtime >= RECENT_SECONDS)
+        rows += heapq.nsmallest(limit - len(rows), older, key=rels.__getitem__)
+    table.passed += len(rels) - len(rows)
+    table.rels = [rels[row] for row in rows]
+    table.mtimes = [mtimes[row] for row in rows]
+    table.sizes = [sizes[row] for row in rows]
+
+
+def _depth_cut(ws: Workspace, starts: list[tuple[Location, str, list[Ignored]]], options: IgnoreOptions) -> str | None:
+    """Where the walk of a pattern that found nothing was cut for depth, if it was (a walk of directories
+    only: rg does not say). Patterns that match only in their start directory are not walked."""
+    for base, rest, _ in starts:
+        if "/" in rest or "**" in rest:
+            where = depth_cut(ws, base, options, WalkBounds().max_depth, anyio.from_thread.check_cancelled)
+            if where:
+                return where
+    return None
 
 
 def first_in_order(ws: Workspace, tables: list[FileTable], now: float, limit: int) -> list[str]:
@@ -208,12 +241,14 @@ def _matching(
     options: IgnoreOptions,
     ctx: ToolContext | None,
     report: WalkReport,
+    keep: Callable[[FileTable], None] | None = None,
 ) -> FileTable:
-    """The files below `base` that the glob `rest` (relative to it) matches and `options` let through."""
+    """The files below `base` that the glob `rest` (relative to it) matches and `options` let through (with
+    `keep`, see `find_files`)."""
     matches = functools.partial(globmatch, patterns=rest, case_sensitive=case_sensitive)
     names = name_filter(rest, case_sensitive)
     top_only = "/" not in rest and "**" not in rest  # matches only names in `base` itself
-    return find_files(ws, base, options, ctx, report, names=names, select=matches, top_only=top_only)
+    return find_files(ws, base, options, ctx, report, names=names, select=matches, top_only=top_only, keep=keep)
 
 
 def _hidden_matches(
@@ -229,12 +264,13 @@ def _hidden_matches(
     loose = IgnoreOptions(git=False, gemini=False, defaults=options.defaults)
     if loose == options:
         return 0
+    count_only = functools.partial(_keep_first, 0.0, 0)
     tables = (
-        _matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport())
+        _matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport(), count_only)
         for base, rest in searched
         if ignored_by(ws, base.root, base.rel, loose) is None  # (a walk never judges where it starts)
     )
-    return sum(len(table.rels) for table in tables)
+    return sum(table.found for table in tables)
 
 
 def _starts(
@@ -314,15 +350,15 @@ def _case_variants(ws: Workspace, top: Location, segments: list[str]) -> list[Lo
             if segment.lower() == segment.upper():  # nothing in it has a case: one spelling
                 below.append(ws.locate(segment, base=loc))
                 continue
+            literal = glob_escape(segment)
             try:
-                _, entries = ws.list_dir(loc)
+                with ws.iter_dir(loc) as (_, entries):
+                    names = sorted(
+                        entry.name for entry in entries
+                        if entry.kind in ("dir", "symlink") and globmatch(entry.name, literal, case_sensitive=False)
+                    )
             except ToolError:
                 continue
-            literal = glob_escape(segment)
-            names = sorted(
-                entry.name for entry in entries
-                if entry.kind in ("dir", "symlink") and globmatch(entry.name, literal, case_sensitive=False)
-            )
             below += [ws.locate(name, base=loc) for name in names]
         level = below[:MAX_PREFIX_DIRS]
     return level
