@@ -269,7 +269,8 @@ async def test_the_syntax_check_of_an_edit_is_bounded_in_memory(root: Path, tmp_
             assert not result.is_error, text_of(result)[:500]
             answers[name] = text_of(result)
             assert (root / name).read_text() == text
-    assert all(size < BOUND for size in grown.values()), {name: f"+{size / MIB:.0f} MiB" for name, size in grown.items()}
+    shown = {name: f"+{size / MIB:.0f} MiB" for name, size in grown.items()}
+    assert all(size < BOUND for size in grown.values()), shown
     for answer in answers.values():
         assert "Note: the syntax of this file was not checked" in answer, answer[-500:]
 
