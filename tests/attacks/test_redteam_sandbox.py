@@ -54,6 +54,7 @@ pytestmark = [
 
 needs_bwrap = pytest.mark.skipif(sys.platform != "linux" or bwrap_problem() is not None,
                                  reason="bubblewrap cannot run here")  # fmt: skip
+TIME_LIMIT = 3  # --shell-timeout of the shared Landlock and unsandboxed servers
 needs_landlock = pytest.mark.skipif(sys.platform != "linux" or landlock.abi() < 1, reason="no Landlock here")
 
 
@@ -140,18 +141,25 @@ def marker() -> str:
 
 
 def holders(mark: str) -> list[int]:
-    """Live processes whose command line holds `mark`."""
+    """Processes with a live thread whose command line holds `mark` (each thread's own: a process whose
+    main thread has exited shows an empty command line and a zombie's state, while its other threads run)."""
     needle = mark.encode()
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
-                if needle in fh.read():
-                    found.append(int(entry.name))
+            tasks = os.listdir(f"/proc/{entry.name}/task")
         except OSError:
             continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{entry.name}/task/{task}/cmdline", "rb") as fh:
+                    if needle in fh.read():
+                        found.append(int(entry.name))
+                        break
+            except OSError:
+                continue
     return found
 
 
@@ -190,8 +198,8 @@ def landlock_pair(base: Path) -> Iterator[tuple[StdioServer, StdioServer]]:
     """Two Landlock servers, as two stdio clients on one host (two agent windows) have."""
     if landlock.abi() < 1:
         pytest.skip("no Landlock here")
-    a = StdioServer(new_root(base, "landlock-a"), "--shell-sandbox", "landlock")
-    b = StdioServer(new_root(base, "landlock-b"), "--shell-sandbox", "landlock")
+    a = StdioServer(new_root(base, "landlock-a"), "--shell-sandbox", "landlock", "--shell-timeout", str(TIME_LIMIT))
+    b = StdioServer(new_root(base, "landlock-b"), "--shell-sandbox", "landlock", "--shell-timeout", str(TIME_LIMIT))
     yield a.ready(), b.ready()
     a.end()
     b.end()
@@ -199,7 +207,7 @@ def landlock_pair(base: Path) -> Iterator[tuple[StdioServer, StdioServer]]:
 
 @pytest.fixture(scope="module")
 def none_server(base: Path) -> Iterator[StdioServer]:
-    server = StdioServer(new_root(base, "none"), "--shell-sandbox", "none").ready()
+    server = StdioServer(new_root(base, "none"), "--shell-sandbox", "none", "--shell-timeout", str(TIME_LIMIT)).ready()
     yield server
     server.end()
 
@@ -373,6 +381,51 @@ def test_killing_its_reaper_does_not_free_a_process(mode: str, request: pytest.F
         assert gone, f"`sleep {mark}` outlived its call ({mode}) after the command killed its reaper: {s}"
     finally:
         kill_holders(mark)
+
+
+# A process whose main thread exits (the raw exit system call, not exit_group) while another thread runs:
+# the kernel lists it as a zombie ("Z" in /proc/PID/stat) until its last thread ends.
+GHOST = (
+    "import ctypes, os, sys, threading, time\n"
+    "if os.fork(): os._exit(0)\n"
+    "os.setsid()\n"
+    "threading.Thread(target=time.sleep, args=(float(sys.argv[1]),)).start()\n"
+    "ctypes.CDLL(None).syscall({nr}, 0)\n"
+)
+SYS_EXIT = {"x86_64": 60, "aarch64": 93}
+
+
+@pytest.mark.parametrize("mode", ["none", "landlock"])
+def test_a_process_whose_main_thread_exited_is_still_killed(mode: str, request: pytest.FixtureRequest) -> None:
+    """Every scan of a run's tree (the reaper's `_descendants`, the server's `process_groups`) skips
+    processes in the zombie state, and so everything below them. A process whose main thread exits while
+    another runs stays in that state for as long as it runs: after `setsid` it is in no process group of
+    the run, and no scan sees it. The call waits for the reaper, which waits for it, until the time
+    limit; then the reaper is killed and the process, orphaned to the server, outlives the call and the
+    server (by any ending). bubblewrap's PID namespace takes it. Suggested fix: never skip a zombie
+    while walking the tree (signalling one is harmless; a zombie leader's live threads die with it)."""
+    import platform
+
+    if platform.machine() not in SYS_EXIT:
+        pytest.skip("the exit system call's number is known for x86_64 and aarch64 only")
+    if mode == "landlock":
+        if landlock.abi() < 1:
+            pytest.skip("no Landlock here")
+        server = request.getfixturevalue("landlock_pair")[0]
+    else:
+        server = request.getfixturevalue("none_server")
+    mark = marker()
+    root = Path(server.shell("pwd")["stdout"].strip())
+    script = root / f"ghost-{mark}.py"
+    script.write_text(GHOST.format(nr=SYS_EXIT[platform.machine()]))
+    try:
+        s = server.shell(f"python3 {script.name} {mark} </dev/null >/dev/null 2>&1; sleep 0.5; echo started")
+        assert s["stdout"].strip() == "started", s
+        gone = wait_for(lambda: not holders(mark), timeout=2)
+        assert gone, f"a process whose main thread exited outlived its call ({mode}): {s}"
+    finally:
+        kill_holders(mark)
+        script.unlink(missing_ok=True)
 
 
 # -- every mode: the server's own code in a writable cache ------------------------------------------------
