@@ -33,6 +33,7 @@ import secrets
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -287,6 +288,37 @@ def test_a_fifo_named_git_does_not_freeze_the_server(base: Path) -> None:
         except OSError:
             pass
         server.end()
+
+
+@needs_bwrap
+def test_a_command_cannot_reach_the_hosts_abstract_unix_sockets(bwrap_server: StdioServer) -> None:
+    """Abstract unix sockets (`@name`, no file behind them) belong to the network namespace, and bubblewrap
+    shares the host's unless `--shell-no-network`: a command connects to any host service listening on
+    one (an X server's `@/tmp/.X11-unix/X0`, whose cookie in `~/.Xauthority` a command may read, types
+    into the user's terminal; a D-Bus bus on some distributions starts programs on the host). The
+    README lists only sockets *on the file system* among what neither sandbox protects, and Landlock
+    (ABI 6) does scope abstract sockets. Here the service is a listener the test holds. Suggested fix:
+    inside bubblewrap, also enter a Landlock domain that only scopes abstract sockets (and signals)
+    where the ABI allows, else run commands in their own network namespace."""
+    name = f"coretools-redteam-{secrets.token_hex(6)}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + name)
+    listener.listen(4)
+    listener.setblocking(False)
+    try:
+        probe = (f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0{name}'); "
+                 "s.sendall(b'from-the-sandbox'); print('sent')")  # fmt: skip
+        s = bwrap_server.shell(f'python3 -c "{probe}" 2>/dev/null; echo done')
+        assert s["stdout"].strip().endswith("done"), s
+        received = b""
+        if select.select([listener], [], [], 0.5)[0]:
+            conn, _ = listener.accept()
+            conn.settimeout(2)
+            with conn:
+                received = conn.recv(64)
+        assert received == b"", f"a sandboxed command reached a host service on @{name}: {received!r}; {s}"
+    finally:
+        listener.close()
 
 
 # -- Landlock: the host's terminals, other servers' sessions ----------------------------------------------
