@@ -463,37 +463,49 @@ def test_a_process_whose_main_thread_exited_is_still_killed(mode: str, request: 
 # -- every mode: the server's own code in a writable cache ------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
-def test_the_servers_own_code_is_not_writable(mode: str, base: Path) -> None:
-    """`uvx coretools-mcp` (how MCP servers are usually run) installs the server in uv's cache,
-    `~/.cache/uv/archive-v0/<hash>/`, and the XDG cache is writable by default. A command appends to the
-    server's own `coretools/__init__.py` there; the next start of the server (the next client) runs it on
-    the host, outside any sandbox. Under Landlock it is even quicker: every command starts
-    `reaper.py` from there, unconfined. Suggested fix: never grant writing to the server's own
-    installation (its package directory, `sys.prefix`, the bundled bwrap and ripgrep): leave a cache that
-    holds them out of the writable set, or carve them out (bwrap: bind them read-only again; Landlock:
-    grant the cache's other entries level by level, as the scratch base is carved out of reading)."""
+# How the server's code is installed: run from uv's cache (`uvx coretools-mcp`), or in an environment whose
+# files are hard links of the cache's (`uv tool install`, `uv sync`: uv's default link mode on Linux).
+INSTALLS = [("bwrap", "uvx"), ("landlock", "uvx"), ("bwrap", "hardlinked")]
+
+
+@pytest.mark.parametrize(("mode", "install"), INSTALLS)
+def test_the_servers_own_code_is_not_writable(mode: str, install: str, base: Path) -> None:
+    """The XDG cache is writable by default, and uv keeps installed packages there: `uvx coretools-mcp`
+    (how MCP servers are usually run) runs the server from `~/.cache/uv/archive-v0/<hash>/`, and an
+    environment uv made (`uv tool install`, a project's `.venv`) holds hard links of the cache's files
+    (this repository's own `.venv` does). A command appends to the server's `coretools/__init__.py`
+    through the cache's name; the next start of the server (the next client) runs it on the host,
+    outside any sandbox. Under Landlock and `uvx` it is quicker still: every command starts `reaper.py`
+    from there, unconfined. Suggested fix: never grant writing to uv's cache (its `archive-v0` is hard
+    linked into environments by design) nor to the server's own installation (its package directory,
+    `sys.prefix`, the bundled bwrap and ripgrep): bwrap binds them read-only again; Landlock grants the
+    cache's other entries level by level, as the scratch base is carved out of reading."""
     if mode == "bwrap" and bwrap_problem() is not None:
         pytest.skip("bubblewrap cannot run here")
     if mode == "landlock" and landlock.abi() < 1:
         pytest.skip("no Landlock here")
-    scene = base / f"uvx-{mode}"
+    scene = base / f"code-{mode}-{install}"
     home = scene / "home"
-    site = home / ".cache" / "uv" / "archive-v0" / "Hx7dQ2" / "lib" / "python3" / "site-packages"
+    cached = home / ".cache" / "uv" / "archive-v0" / "Hx7dQ2"
+    site = cached / "lib" / "python3" / "site-packages" if install == "uvx" else scene / "venv" / "site-packages"
     shutil.copytree(REPO / "coretools", site / "coretools", ignore=shutil.ignore_patterns("__pycache__"))
+    if install == "hardlinked":
+        (cached / "coretools").mkdir(parents=True)
+        os.link(site / "coretools" / "__init__.py", cached / "coretools" / "__init__.py")
     root = scene / "root"
     root.mkdir()
     pwned = scene / f"pwned-{secrets.token_hex(6)}"
     env = server_env({"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")})
-    env["PYTHONPATH"] = str(site)  # as uvx runs it: the installed copy, not the working tree
+    env["PYTHONPATH"] = str(site)  # the installed copy, not the working tree
     server = StdioServer(root, "--shell-sandbox", mode, env=env, cwd=scene).ready()
     try:
         payload = f"import os as _o; _o.close(_o.open({str(pwned)!r}, _o.O_CREAT | _o.O_WRONLY))"
-        s = server.shell(f'for f in "$XDG_CACHE_HOME"/uv/archive-v0/*/lib/python3/site-packages/coretools/__init__.py; '
-                         f'do echo "{payload}" >> "$f"; done; echo done')  # fmt: skip
+        s = server.shell(f'for f in "$XDG_CACHE_HOME"/uv/archive-v0/*/lib/python3/site-packages/coretools/__init__.py '
+                         f'"$XDG_CACHE_HOME"/uv/archive-v0/*/coretools/__init__.py; do '
+                         f'[ -f "$f" ] && echo "{payload}" >> "$f"; done; echo done')  # fmt: skip
         assert s["stdout"].strip() == "done", s
     finally:
         server.end()
     subprocess.run([sys.executable, "-m", "coretools", "--version"], env=env, cwd=str(scene), capture_output=True,
                    timeout=60, check=False)  # fmt: skip
-    assert not pwned.exists(), f"a sandboxed command ({mode}) rewrote the server's own code: {s}"
+    assert not pwned.exists(), f"a sandboxed command ({mode}, {install}) rewrote the server's own code: {s}"
