@@ -50,7 +50,6 @@ from coretools.sandbox.paths import (
     WalkReport,
     dir_entry,
     protected_name,
-    scan_dir,
 )
 from coretools.sandbox.rgglobs import NameFilter
 
@@ -93,13 +92,15 @@ def walk(
     include_dirs: bool = False,
     cancelled: Callable[[], None] | None = None,
     top_only: bool = False,
+    ordered: bool = True,
 ) -> Iterator[DirEntry]:
     """The files below the directory `loc` (and, `include_dirs`, the directories), depth first, names
     sorted, a directory's files before its subdirectories; ignored directories pruned, symlinks never
     followed. Each directory is opened relative to its parent's descriptor with O_NOFOLLOW, so a directory
     swapped for a link after it was listed is not entered. `cancelled`, if given, is called between
     directories and may raise. `top_only`: the entries of `loc` itself, no subdirectory entered (and none
-    reported as a depth cut)."""
+    reported as a depth cut). Not `ordered`: each directory's entries in the order the kernel reads them,
+    one at a time, so a directory of a million files is not held whole to be sorted."""
     bounds = bounds or WalkBounds()
     report = report if report is not None else WalkReport()
     with ws.open_dir(loc) as (node, top_fd):
@@ -113,37 +114,39 @@ def walk(
                     if cancelled is not None:
                         cancelled()
                     try:
-                        raw = sorted(scan_dir(dir_fd), key=lambda e: e.name)
+                        listing = os.scandir(dir_fd)  # (of a duplicate of `dir_fd`, which it closes)
                     except OSError:
                         report.unreadable += 1
                         continue
                     subdirs: list[tuple[str, str]] = []
-                    for item in raw:
-                        entry = dir_entry(item, dir_rel)
-                        if entry.kind == "symlink":
-                            report.symlinks_skipped += 1
-                            continue
-                        if entry.kind not in ("dir", "file") or durable.is_temp_name(entry.name):
-                            continue  # an edit's temporary file is never shown, nor counted as ignored
-                        is_dir = entry.kind == "dir"
-                        if hidden(ws, rules, entry.name, entry.rel, is_dir):
-                            report.ignored += 1
-                            continue
-                        count += 1
-                        if count > bounds.max_entries:
-                            report.truncated = f"stopped after {bounds.max_entries} entries"
-                            return
-                        if is_dir:
-                            if include_dirs:
+                    with listing:
+                        for item in sorted(listing, key=_NAME) if ordered else listing:
+                            entry = dir_entry(item, dir_rel)
+                            if entry.kind == "symlink":
+                                report.symlinks_skipped += 1
+                                continue
+                            if entry.kind not in ("dir", "file") or durable.is_temp_name(entry.name):
+                                continue  # an edit's temporary file is never shown, nor counted as ignored
+                            is_dir = entry.kind == "dir"
+                            if hidden(ws, rules, entry.name, entry.rel, is_dir):
+                                report.ignored += 1
+                                continue
+                            count += 1
+                            if count > bounds.max_entries:
+                                report.truncated = f"stopped after {bounds.max_entries} entries"
+                                return
+                            if is_dir:
+                                if include_dirs:
+                                    yield entry
+                                if top_only:
+                                    continue
+                                if depth + 1 >= bounds.max_depth:
+                                    cut = depth_note(bounds.max_depth, entry.rel)
+                                    report.truncated = report.truncated or cut
+                                    continue
+                                subdirs.append((entry.name, entry.rel))
+                            else:
                                 yield entry
-                            if top_only:
-                                continue
-                            if depth + 1 >= bounds.max_depth:
-                                report.truncated = report.truncated or depth_note(bounds.max_depth, entry.rel)
-                                continue
-                            subdirs.append((entry.name, entry.rel))
-                        else:
-                            yield entry
                     for name, rel in reversed(subdirs):
                         try:
                             sub = open_subdir(dir_fd, name)
@@ -181,7 +184,8 @@ def depth_cut(
                     if cancelled is not None:
                         cancelled()
                     try:
-                        subdirs = sorted(item.name for item in scan_dir(dir_fd) if _is_dir(item))
+                        with os.scandir(dir_fd) as listing:
+                            subdirs = sorted(item.name for item in listing if _is_dir(item))
                     except OSError:
                         continue
                     for name in reversed(subdirs):
@@ -281,7 +285,7 @@ def find_files(
     if table is None:
         table = FileTable(loc.root)
         walk_bounds = bounds if keep is None else WalkBounds(max_entries=sys.maxsize, max_depth=bounds.max_depth)
-        for entry in _walked(ws, loc, options, ctx, report, walk_bounds, select, top_only=top_only):
+        for entry in _walked(ws, loc, options, ctx, report, walk_bounds, select, top_only=top_only, ordered=False):
             table.rels.append(entry.rel)
             table.mtimes.append(entry.mtime)
             table.sizes.append(entry.size)
@@ -430,11 +434,15 @@ def _walked(
     bounds: WalkBounds,
     select: Callable[[str], bool] | None,
     top_only: bool = False,
+    ordered: bool = True,
 ) -> Iterator[DirEntry]:
     """The Python walk's files (when rg cannot be used, or `top_only`), with progress and cancellation."""
     count = 0
     cancelled = anyio.from_thread.check_cancelled
-    for entry in walk(ws, loc, options, bounds=bounds, report=report, cancelled=cancelled, top_only=top_only):
+    walked = walk(
+        ws, loc, options, bounds=bounds, report=report, cancelled=cancelled, top_only=top_only, ordered=ordered
+    )
+    for entry in walked:
         count += 1
         if ctx is not None and count % PROGRESS_EVERY == 0:
             _progress(ctx, count, f"walked {count} files")
@@ -537,6 +545,7 @@ def rg_files(
 
 
 _SLASHES = operator.methodcaller("count", "/")
+_NAME = operator.attrgetter("name")
 
 
 def _within_depth(rels: list[str], depth: int, prefix: str, report: WalkReport) -> list[str]:
