@@ -390,29 +390,60 @@ def test_another_sessions_commands_are_not_visible(landlock_pair: tuple[StdioSer
 # -- lifetimes: a command that kills its own reaper -------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["none", "landlock"])
-def test_killing_its_reaper_does_not_free_a_process(mode: str, request: pytest.FixtureRequest) -> None:
-    """Outside bubblewrap the per-run reaper keeps a command's processes in its tree and kills them when
-    the command's first process exits. A command that SIGKILLs its reaper (`$PPID`) orphans them to the
-    server, where no run claims them: a process started that way outlives its call, and, if the server
-    then dies by SIGKILL (which the same command can send without a sandbox), the server too. Under
-    Landlock, ABI 6 (Linux 6.12) scopes signals and holds; before it, the same command works there.
-    Suggested fix: an orphan that reaches the server (it is a subreaper) belongs to no live run and is
-    killed at once, and a run whose reaper died has its tree killed by the server."""
+# What a command does to its reaper (`$PPID`): SIGKILL it, or lower its limit of open files to nothing (the
+# reaper then fails to list /proc when the command ends, and exits without killing anything).
+DISABLE_REAPER = {"sigkill": "kill -9 $PPID", "no_files": "prlimit --pid $PPID --nofile=0:0"}
+
+
+def shared_server(mode: str, request: pytest.FixtureRequest) -> StdioServer:
     if mode == "landlock":
         if landlock.abi() < 1:
             pytest.skip("no Landlock here")
-        server = request.getfixturevalue("landlock_pair")[0]
-    else:
-        server = request.getfixturevalue("none_server")
+        return request.getfixturevalue("landlock_pair")[0]
+    return request.getfixturevalue("none_server")
+
+
+@pytest.mark.parametrize("how", DISABLE_REAPER)
+@pytest.mark.parametrize("mode", ["none", "landlock"])
+def test_disabling_its_reaper_does_not_free_a_process(mode: str, how: str, request: pytest.FixtureRequest) -> None:
+    """Outside bubblewrap the per-run reaper keeps a command's processes in its tree and kills them when
+    the command's first process exits. A command that disables its reaper orphans them to the server,
+    where no run claims them: a process started that way outlives its call, and, if the server then dies
+    by SIGKILL, the server too. Under Landlock, ABI 6 (Linux 6.12) scopes signals, so SIGKILL holds
+    there (not before); but setting another process's resource limits (`prlimit`) is no signal and no
+    ptrace, and Landlock does not govern it: a command lowers its reaper's limit of open files to zero.
+    Suggested fix: the seccomp filter refuses `prlimit64` (and `setpriority`, `sched_set*`, `ioprio_set`)
+    on any process but the caller (a non-zero pid argument); the reaper survives its own errors; an
+    orphan that reaches the server (a subreaper) belongs to no live run and is killed at once."""
+    server = shared_server(mode, request)
     mark = marker()
     try:
-        s = server.shell(f"setsid sleep {mark} </dev/null >/dev/null 2>&1 & sleep 0.3; kill -9 $PPID; echo done")
+        s = server.shell(f"setsid sleep {mark} </dev/null >/dev/null 2>&1 & sleep 0.3; {DISABLE_REAPER[how]}; "
+                         "echo done")  # fmt: skip
         assert s["stdout"].strip() == "done", s
         gone = wait_for(lambda: not holders(mark), timeout=2)
-        assert gone, f"`sleep {mark}` outlived its call ({mode}) after the command killed its reaper: {s}"
+        assert gone, f"`sleep {mark}` outlived its call ({mode}) after `{DISABLE_REAPER[how]}`: {s}"
     finally:
         kill_holders(mark)
+
+
+@needs_landlock
+def test_a_command_cannot_kill_the_server_through_its_limits(base: Path) -> None:
+    """Landlock (ABI 6) keeps a command from signalling the server, but not from setting the server's
+    resource limits: `prlimit --pid SERVER --cpu=1:1` makes the kernel kill a server that has used more
+    than a second of CPU time, and `--nofile=0:0` leaves it unable to open anything (the same works on
+    any process of the same user: another client's server, the user's shell). bubblewrap's PID namespace hides them. Suggested fix: the seccomp filter refuses `prlimit64`
+    with a non-zero pid (see above)."""
+    server = StdioServer(new_root(base, "limits"), "--shell-sandbox", "landlock").ready()
+    try:
+        s = server.shell('p=$(cut -d" " -f4 /proc/$PPID/stat); prlimit --pid "$p" --cpu=1:1 --nofile=0:0; echo "$p"')
+        assert s["stdout"].strip() == str(server.proc.pid), s
+        after = server.shell("echo still-serving")
+        assert after["stdout"].strip() == "still-serving", after
+    except RuntimeError as exc:
+        pytest.fail(f"a Landlock-confined command killed its server through its resource limits: {exc}")
+    finally:
+        server.end()
 
 
 # A process whose main thread exits (the raw exit system call, not exit_group) while another thread runs:
@@ -440,12 +471,7 @@ def test_a_process_whose_main_thread_exited_is_still_killed(mode: str, request: 
 
     if platform.machine() not in SYS_EXIT:
         pytest.skip("the exit system call's number is known for x86_64 and aarch64 only")
-    if mode == "landlock":
-        if landlock.abi() < 1:
-            pytest.skip("no Landlock here")
-        server = request.getfixturevalue("landlock_pair")[0]
-    else:
-        server = request.getfixturevalue("none_server")
+    server = shared_server(mode, request)
     mark = marker()
     root = Path(server.shell("pwd")["stdout"].strip())
     script = root / f"ghost-{mark}.py"
