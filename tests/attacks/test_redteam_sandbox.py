@@ -387,6 +387,54 @@ def test_another_sessions_commands_are_not_visible(landlock_pair: tuple[StdioSer
         kill_holders(mark)
 
 
+SYSV_WRITE = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+shmid = libc.shmget(0, 4096, 0o1000 | 0o600)  # a private segment (IPC_PRIVATE, IPC_CREAT), mode 0600
+if shmid < 0:
+    sys.exit("shmget: errno %d" % ctypes.get_errno())
+data = sys.argv[1].encode()
+ctypes.memmove(libc.shmat(shmid, None, 0), data, len(data))
+print(shmid)
+"""
+SYSV_READ = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+try:
+    lines = open("/proc/sysvipc/shm").read().splitlines()[1:]
+except OSError:
+    lines = []
+for line in lines:
+    addr = libc.shmat(int(line.split()[1]), None, 0o10000)  # SHM_RDONLY
+    if addr not in (None, ctypes.c_void_p(-1).value):
+        print(ctypes.string_at(addr, 64).rstrip(b"\\0").decode(errors="replace"))
+"""
+
+
+@needs_landlock
+def test_another_sessions_sysv_shared_memory_is_out_of_reach(landlock_pair: tuple[StdioServer, StdioServer]) -> None:
+    """System V shared memory (also semaphores and message queues) belongs to the IPC namespace, which
+    bubblewrap makes private and Landlock cannot govern: every segment of the host is listed in
+    `/proc/sysvipc/shm` by id, and a segment of the same user opens whatever its mode. Session A leaves
+    a private 0600 segment; session B (another server) lists and reads it (an X server's MIT-SHM images,
+    a database's buffers, likewise). Segments also outlive the session that made them. Suggested fix:
+    under Landlock the seccomp filter refuses the System V IPC calls (`shmget`, `shmat`, `semget`,
+    `msgget`...), or the README says that they are shared like `/dev/shm`, with the host too."""
+    a, b = landlock_pair
+    note = f"A-SYSV-{secrets.token_hex(6)}"
+    made = a.shell(f"python3 -c '{SYSV_WRITE}' {note}")
+    shmid = made["stdout"].strip()
+    try:
+        s = b.shell(f"python3 -c '{SYSV_READ}'; echo probe-ran")
+        assert s["stdout"].rstrip().endswith("probe-ran"), s
+        assert note not in s["stdout"], f"session B read session A's System V shared memory: {s}"
+    finally:
+        if shmid.isdigit():
+            subprocess.run(["ipcrm", "-m", shmid], capture_output=True, check=False)
+
+
 # -- lifetimes: a command that kills its own reaper -------------------------------------------------------
 
 
