@@ -14,7 +14,7 @@ from coretools.errors import ErrorKind, ProtectedPath, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_chain, include_hint
 from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import DirEntry, Location
+from coretools.sandbox.paths import DirEntry, Location, protected_name
 from coretools.tools.budget import lines_that_fit
 from coretools.tools.dialects import latest_from
 from coretools.tools.base import Tool, ToolContext, ToolResult
@@ -151,7 +151,7 @@ class ListDirectory(Tool):
             is_dir, label, target = self._describe(ws, root, loc, entry)
             # A symlink is hidden if its own name or its target is ignored (as Gemini CLI does).
             if entry.kind in ("dir", "file", "symlink") and (
-                (not ws.allow_protected and _protected(entry))
+                (not ws.allow_protected and protected_name(entry.name))  # (the directory itself is not)
                 or rules.decide(entry.rel, is_dir)
                 or (target is not None and ws.is_ignored(target.root, target.rel, is_dir, options))
             ):
@@ -222,12 +222,6 @@ def _its_entries(count: int) -> str:
 
 def _spell(names: list[str]) -> str:
     return "file_filtering_options: {" + ", ".join(f"{name}: false" for name in names) + "}"
-
-
-def _protected(entry: DirEntry) -> bool:
-    from coretools.sandbox.paths import protected_reason
-
-    return protected_reason(entry.rel) is not None
 
 
 TOOL = ListDirectory
