@@ -56,6 +56,7 @@ pytestmark = [
 needs_bwrap = pytest.mark.skipif(sys.platform != "linux" or bwrap_problem() is not None,
                                  reason="bubblewrap cannot run here")  # fmt: skip
 TIME_LIMIT = 3  # --shell-timeout of the shared Landlock and unsandboxed servers
+CALL_LIMIT = 5  # --call-timeout of the shared unsandboxed server
 needs_landlock = pytest.mark.skipif(sys.platform != "linux" or landlock.abi() < 1, reason="no Landlock here")
 
 
@@ -208,7 +209,8 @@ def landlock_pair(base: Path) -> Iterator[tuple[StdioServer, StdioServer]]:
 
 @pytest.fixture(scope="module")
 def none_server(base: Path) -> Iterator[StdioServer]:
-    server = StdioServer(new_root(base, "none"), "--shell-sandbox", "none", "--shell-timeout", str(TIME_LIMIT)).ready()
+    server = StdioServer(new_root(base, "none"), "--shell-sandbox", "none", "--shell-timeout", str(TIME_LIMIT),
+                         "--call-timeout", str(CALL_LIMIT)).ready()  # fmt: skip
     yield server
     server.end()
 
@@ -288,6 +290,31 @@ def test_a_fifo_named_git_does_not_freeze_the_server(base: Path) -> None:
         except OSError:
             pass
         server.end()
+
+
+def test_a_fifo_named_gitignore_does_not_stall_the_file_tools(none_server: StdioServer) -> None:
+    """"FIFOs, sockets and devices are refused without being opened for reading, so nothing blocks": but
+    the walks of `glob`, `search_file_content` and `read_many_files` read every `.gitignore` on the way
+    (ripgrep does, with a blocking open), and a command may make one a FIFO (every sandbox lets it make
+    FIFOs in the roots). From then on each of these calls in that root waits for a writer until the
+    call's time limit (600 s by default), for every session. Suggested fix: never hand ripgrep a tree
+    whose ignore files are not regular files (read them in the server with `O_NONBLOCK`, check
+    `S_ISREG`, and pass ripgrep the rules, `--no-ignore` plus `--ignore-file`), and likewise for
+    `.geminiignore` and `.git/info/exclude`."""
+    root = Path(none_server.shell("pwd")["stdout"].strip())
+    tag = secrets.token_hex(6)
+    (root / f"visible-{tag}.txt").write_text("needle\n")
+    planted = none_server.shell(f"mkdir -p fifo-{tag} && mkfifo fifo-{tag}/.gitignore && echo planted")
+    try:
+        assert planted["stdout"].strip() == "planted", planted
+        result = none_server.answer(none_server.start_call("glob", {"pattern": f"**/visible-{tag}.txt"}),
+                                    timeout=CALL_LIMIT + 30)  # fmt: skip
+        text = "\n".join(block.get("text", "") for block in result["content"])
+        assert f"visible-{tag}.txt" in text and "--call-timeout" not in text, text
+    finally:
+        (root / f"fifo-{tag}" / ".gitignore").unlink(missing_ok=True)
+        shutil.rmtree(root / f"fifo-{tag}", ignore_errors=True)
+        (root / f"visible-{tag}.txt").unlink(missing_ok=True)
 
 
 @needs_bwrap
