@@ -12,16 +12,20 @@ The scenes:
 
 * bubblewrap: the server's clean-up after a run (`bwrap.remove_new`, which deletes git pointer files a
   command created) follows a symbolic link the command put in place of a repository's directory, and
-  deletes a file outside the roots; a FIFO named `.git` blocks the server's walk of the roots before
-  the next command (the whole server, every session); a `.env` link to a path bubblewrap cannot mount on
-  stops every later command.
+  deletes files outside the roots; a FIFO named `.git` blocks the server's walk of the roots before the
+  next command (the whole server, every session); a `.env` link to a path bubblewrap cannot mount on,
+  or 30,000 `.env.N` files, stop every later command; the host's abstract unix sockets are reachable.
 * Landlock: `/dev/pts` is granted whole, so a command reads what the user types in another terminal and
   writes into it; another server's session directories (a second stdio client on the same host) are
-  readable by name, and the names are in `/proc/*/cmdline`, which shows every session's commands.
-* no sandbox (`none`), and Landlock before ABI 6: a command kills its own reaper, and what it started
-  outlives the call.
-* every mode: a server installed in a package cache (`uvx coretools-mcp` runs from `~/.cache/uv`) can have
-  its own code rewritten by a command, and the next start runs it on the host.
+  readable by name, the names are in `/proc/*/cmdline`, which shows every session's commands, and System
+  V shared memory is shared by every session and the host; `prlimit` on the server kills it.
+* no sandbox (`none`) and Landlock: a command disables its own reaper (SIGKILL without Landlock's signal
+  scoping, `prlimit` with it), or runs a process whose main thread has exited (a zombie to every scan of
+  the tree), and what it started outlives the call.
+* every mode: a server installed by uv (`uvx coretools-mcp` runs from `~/.cache/uv`; `uv tool install`
+  and `uv sync` hard link the cache's files) can have its own code rewritten through the writable cache,
+  and the next start runs it on the host; a FIFO named `.gitignore` stalls glob, search and
+  read_many_files until the call's time limit.
 """
 
 from __future__ import annotations
@@ -262,6 +266,26 @@ def test_a_secret_file_link_does_not_stop_later_commands(bwrap_server: StdioServ
         assert s["stdout"].strip() == "still-running", s
     finally:
         (root / ".env").unlink(missing_ok=True)
+
+
+@needs_bwrap
+def test_many_secret_files_do_not_stop_later_commands(bwrap_server: StdioServer) -> None:
+    """Each secret env file in the roots becomes three arguments of bwrap's command line (a mask). A
+    command makes 30,000 empty `.env.N` files: the next command line is longer than the kernel takes
+    (`E2BIG`), and every later command fails to start, in every session on these roots, until a human
+    deletes the files (the file tools cannot). Suggested fix: hand bwrap its arguments through a
+    descriptor (`--args FD`), and bound the masks (past a number of secret files in one directory, mask
+    the directory, or refuse to run with a message naming it)."""
+    root = Path(bwrap_server.shell("pwd")["stdout"].strip())
+    crowd = root / f"crowd-{secrets.token_hex(4)}"
+    try:
+        planted = bwrap_server.shell(f'mkdir {crowd.name} && cd {crowd.name} && seq 1 30000 | sed "s/^/.env./" | '
+                                     "xargs touch && echo planted")  # fmt: skip
+        assert planted["stdout"].strip() == "planted", planted
+        s = bwrap_server.shell("echo still-running")
+        assert s["stdout"].strip() == "still-running", s
+    finally:
+        shutil.rmtree(crowd, ignore_errors=True)
 
 
 @needs_bwrap
