@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import queue
 import secrets
 import select
@@ -531,8 +532,9 @@ def test_a_command_cannot_kill_the_server_through_its_limits(base: Path) -> None
     """Landlock (ABI 6) keeps a command from signalling the server, but not from setting the server's
     resource limits: `prlimit --pid SERVER --cpu=1:1` makes the kernel kill a server that has used more
     than a second of CPU time, and `--nofile=0:0` leaves it unable to open anything (the same works on
-    any process of the same user: another client's server, the user's shell). bubblewrap's PID namespace hides them. Suggested fix: the seccomp filter refuses `prlimit64`
-    with a non-zero pid (see above)."""
+    any process of the same user: another client's server, the user's shell). bubblewrap's PID
+    namespace hides them. Suggested fix: the seccomp filter refuses `prlimit64` with a non-zero pid (see
+    above)."""
     server = StdioServer(new_root(base, "limits"), "--shell-sandbox", "landlock").ready()
     try:
         s = server.shell('p=$(cut -d" " -f4 /proc/$PPID/stat); prlimit --pid "$p" --cpu=1:1 --nofile=0:0; echo "$p"')
@@ -566,8 +568,6 @@ def test_a_process_whose_main_thread_exited_is_still_killed(mode: str, request: 
     limit; then the reaper is killed and the process, orphaned to the server, outlives the call and the
     server (by any ending). bubblewrap's PID namespace takes it. Suggested fix: never skip a zombie
     while walking the tree (signalling one is harmless; a zombie leader's live threads die with it)."""
-    import platform
-
     if platform.machine() not in SYS_EXIT:
         pytest.skip("the exit system call's number is known for x86_64 and aarch64 only")
     server = shared_server(mode, request)
