@@ -54,6 +54,7 @@ from coretools.sandbox.paths import (
 from coretools.sandbox.rgglobs import NameFilter
 
 PROGRESS_EVERY = 2000
+MAX_PROBED_DIRS = 10_000  # directories `depth_cut` lists at most
 RG_WALK_TIMEOUT = 600.0
 
 
@@ -168,17 +169,24 @@ def depth_note(max_depth: int, rel: str) -> str:
 
 
 def depth_cut(
-    ws: Workspace, loc: Location, options: IgnoreOptions, max_depth: int, cancelled: Callable[[], None] | None = None
+    ws: Workspace,
+    loc: Location,
+    options: IgnoreOptions,
+    max_depth: int,
+    cancelled: Callable[[], None] | None = None,
+    max_dirs: int = MAX_PROBED_DIRS,
 ) -> str | None:
     """Where a walk below `loc` bounded at `max_depth` would be cut (`depth_note`), or None when every
-    directory it would enter is less deep. Only directories are listed (no file is stat'ed), so this costs
-    about a tenth of a walk; rg says nothing of the directories its `--max-depth` leaves out, and a chain
-    of directories without files gives no file to show for it."""
+    directory it would enter is less deep, or when that was not found in the first `max_dirs` directories
+    (about a second). Only directories are judged (no file is stat'ed); rg says nothing of the directories
+    its `--max-depth` leaves out, and a chain of directories without files gives no file to show for it."""
     rules = ws.ignore_rules(loc.root, options)
     with ws.open_dir(loc) as (node, top_fd):
         stack: list[tuple[int, str, int]] = [(os.dup(top_fd), node.rel, 0)]
+        probed = 0
         try:
-            while stack:
+            while stack and probed < max_dirs:
+                probed += 1
                 dir_fd, dir_rel, depth = stack.pop()
                 try:
                     if cancelled is not None:
