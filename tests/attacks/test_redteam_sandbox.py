@@ -644,7 +644,8 @@ SWAP_PROGRAM = {
               'printf "#!/bin/sh\\ntouch %s\\nexec \\"\\$0.real\\" \\"\\$@\\"\\n" "{pwned}" > "$f.new" && '
               'chmod +x "$f.new" && mv "$f.new" "$f" && echo swapped'),
     "landlock": ('f=$(find .venv -path "*coretools/sandbox/reaper.py" | head -n 1); '
-                 "sed -i '1i import os; os.close(os.open(\"{pwned}\", os.O_CREAT | os.O_WRONLY))' \"$f\" && echo swapped"),
+                 "sed -i '1i import os; os.close(os.open(\"{pwned}\", os.O_CREAT | os.O_WRONLY))' \"$f\" && "
+                 "echo swapped"),
 }
 
 
