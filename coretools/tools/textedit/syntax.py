@@ -12,7 +12,7 @@ of the file wrote (its outcome is remembered, by length and hash, for the last `
 one parse, about 5 ms for a 20 KB Python file.
 
 What a parse costs in memory depends on the text far more than on its size, so each parse is bounded where
-it can be. A tree-sitter parse is given up after `MAX_TREE_SECONDS` of CPU, or once the server's peak
+it can be. A tree-sitter parse is given up after `MAX_TREE_SECONDS` of CPU, or once the server's resident
 memory grew by `MAX_TREE_BYTES` during it (checked as it goes: error recovery on hostile input such as 2 MB
 of `x = ((((` in JavaScript took 480 MiB, which a time bound alone lets a fast CPU reach). tree-sitter
 cannot be stopped inside one step of its error recovery, and the shell grammar's grows with the square of a
@@ -28,9 +28,11 @@ import ast
 import gc
 import itertools
 import json
+import os
 import re
 import resource
 import sys
+import time
 import threading
 import warnings
 from collections import OrderedDict
@@ -47,7 +49,7 @@ MAX_SHOWN = 80
 _CHUNK = 64 * 1024
 MAX_REMEMBERED = 256
 _RSS_UNIT = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in bytes there, in KiB on Linux
-_USAGE_OF = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # (its ru_maxrss is the process's)
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _MEASURE_EVERY = 8  # tree-sitter progress calls (each about 100 parser operations) between two measures
 MAX_PIPELINE = 256  # `|`s in one shell pipeline (a script's longest has a few dozen)
 _PIPE_CONTINUES = re.compile(r"\|[ \t]*\\?\n")  # a pipe at the end of a line: the pipeline goes on
@@ -274,13 +276,13 @@ def _check_tree(grammar: object, text: str) -> Outcome:
 
     data = text.encode("utf-8")
     view = ascii_view(data)
-    budget = _ParseBudget()
-    try:
-        tree = tree_sitter.Parser(grammar).parse(  # type: ignore[arg-type]
-            lambda offset, _point: view[offset : offset + _CHUNK], progress_callback=budget.spent
-        )
-    except ValueError:  # cancelled by the progress callback
-        return budget.skipped or Skipped("the parse was cancelled")
+    with _ParseBudget() as budget:
+        try:
+            tree = tree_sitter.Parser(grammar).parse(  # type: ignore[arg-type]
+                lambda offset, _point: view[offset : offset + _CHUNK], progress_callback=budget.spent
+            )
+        except ValueError:  # cancelled by the progress callback
+            return budget.skipped or Skipped("the parse was cancelled")
     if tree is None:
         return None
     node = tree.root_node
@@ -299,24 +301,39 @@ def _check_tree(grammar: object, text: str) -> Outcome:
 
 class _ParseBudget:
     """What one tree-sitter parse may spend: `MAX_TREE_SECONDS` of this thread's CPU time and `MAX_TREE_BYTES`
-    more of the server's peak memory. `spent` is the parser's progress callback (True stops the parse); one
-    system call measures both, every `_MEASURE_EVERY` calls."""
+    more resident memory than the server had when it began (read from /proc/self/statm; where there is none,
+    the peak is compared instead). `spent` is the parser's progress callback (True stops the parse); both
+    are measured every `_MEASURE_EVERY` calls."""
 
     def __init__(self) -> None:
-        usage = resource.getrusage(_USAGE_OF)
-        self._cpu = usage.ru_utime + usage.ru_stime + MAX_TREE_SECONDS
-        self._peak = usage.ru_maxrss * _RSS_UNIT + MAX_TREE_BYTES
+        try:
+            self._statm: int | None = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._statm = None
+        self._cpu = time.thread_time() + MAX_TREE_SECONDS
+        self._memory = self._resident() + MAX_TREE_BYTES
         self._calls = 0
         self.skipped: Skipped | None = None
+
+    def __enter__(self) -> _ParseBudget:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._statm is not None:
+            os.close(self._statm)
+
+    def _resident(self) -> int:
+        if self._statm is None:
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _RSS_UNIT
+        return int(os.pread(self._statm, 64, 0).split()[1]) * _PAGE
 
     def spent(self, *_: object) -> bool:
         self._calls += 1
         if self._calls % _MEASURE_EVERY:
             return False
-        usage = resource.getrusage(_USAGE_OF)
-        if usage.ru_maxrss * _RSS_UNIT > self._peak:
+        if self._resident() > self._memory:
             self.skipped = Skipped(f"the parse needed more than {MAX_TREE_BYTES >> 20} MiB of memory")
-        elif usage.ru_utime + usage.ru_stime > self._cpu:
+        elif time.thread_time() > self._cpu:
             self.skipped = Skipped(f"the parse took more than {MAX_TREE_SECONDS:g} s")
         return self.skipped is not None
 
