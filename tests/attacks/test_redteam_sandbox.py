@@ -26,7 +26,8 @@ The scenes:
   and `uv sync` hard link the cache's files) can have its own code rewritten through the writable cache,
   and the next start runs it on the host; a server installed in a root (a project's `.venv`) has the
   programs it starts on the host for the next command (bwrap, `reaper.py`) replaced by a command; a
-  FIFO named `.gitignore` stalls glob, search and read_many_files until the call's time limit.
+  FIFO named `.gitignore` stalls glob, search and read_many_files until the call's time limit; a
+  command speaks MCP to its own HTTP server on loopback (no token by default) and has it write `$HOME`.
 """
 
 from __future__ import annotations
@@ -48,11 +49,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from coretools.sandbox import landlock
 from coretools.sandbox.bwrap import bwrap_problem
-from http_harness import REPO, server_env, wait_for
+from http_harness import REPO, HttpServer, server_env, wait_for
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -683,3 +685,80 @@ def test_the_sandboxs_own_programs_are_not_in_reach(mode: str, base: Path) -> No
     finally:
         server.end()
     assert not pwned.exists(), f"the next command ran a program a sandboxed command wrote, on the host ({mode}): {s}"
+
+
+# A minimal MCP client over HTTP, run by a sandboxed command against its own server.
+LOOPBACK_CLIENT = r"""
+import json, sys, urllib.request
+url, fact = sys.argv[1], sys.argv[2]
+headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+def post(body):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=20) as response:
+        return response.headers.get("mcp-session-id"), response.read().decode()
+init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "loop", "version": "0"}}
+session, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+headers["MCP-Protocol-Version"] = "2025-11-25"
+if session:
+    headers["Mcp-Session-Id"] = session
+post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+call = {"name": "save_memory", "arguments": {"fact": fact}}
+print(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})[1][:200])
+"""
+
+
+class HttpSession:
+    """One stateful MCP session over plain HTTP, with `shell` as on the stdio servers above."""
+
+    def __init__(self, url: str) -> None:
+        self.http = httpx2.Client(timeout=60, trust_env=False)
+        self.url = url
+        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "redteam", "version": "0"}}
+        response = self._post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        if response.headers.get("mcp-session-id"):
+            self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
+        self.headers["MCP-Protocol-Version"] = "2025-11-25"
+        self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _post(self, body: dict):  # noqa: ANN202 - an httpx2 response
+        return self.http.post(self.url, headers=self.headers, content=json.dumps(body))
+
+    def shell(self, command: str) -> dict:
+        call = {"name": "run_shell_command", "arguments": {"command": command}}
+        response = self._post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        if response.headers.get("content-type", "").startswith("application/json"):
+            messages = [response.json()]
+        else:
+            messages = [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+        return next(m["result"]["structuredContent"] for m in messages if m.get("id") == 2)
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def test_a_command_cannot_use_its_own_server_to_write_outside_the_sandbox(base: Path) -> None:
+    """An HTTP server on 127.0.0.1 needs no token by default, and a sandboxed command shares the host's
+    loopback (bubblewrap without `--shell-no-network`, Landlock): the command speaks MCP to its own server
+    and has it do, unsandboxed, what the sandbox refuses, such as `save_memory` appending to
+    `~/.gemini/GEMINI.md` in the read-only home directory (instructions the next Gemini session
+    follows), or any tool call the host would have asked the user to approve. Suggested fix: refuse
+    HTTP requests that come from the server's own commands (map the peer's loopback port to its socket
+    and process through /proc and refuse a process inside a run's tree), or require a token on loopback
+    too, generated at start when none is given."""
+    root, home = base / "loopback" / "root", base / "loopback" / "home"
+    root.mkdir(parents=True)
+    home.mkdir()
+    (root / "mcp_client.py").write_text(LOOPBACK_CLIENT)
+    fact = f"remembered-{secrets.token_hex(6)}"
+    server = HttpServer.start([root], "--structured-content", env={"HOME": str(home)})
+    session = HttpSession(server.url)
+    try:
+        s = session.shell(f"python3 mcp_client.py {server.url} {fact}; echo done")
+        assert s["stdout"].rstrip().endswith("done"), s
+    finally:
+        session.close()
+        server.stop()
+    written = "".join(p.read_text(errors="replace") for p in home.rglob("*") if p.is_file())
+    assert fact not in written, f"a sandboxed command had its server write in $HOME: {sorted(home.rglob('*'))}; {s}"
+
