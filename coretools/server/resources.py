@@ -338,7 +338,7 @@ def list_page(
     steps = 0
     for index in [i for i in listed_roots(ws) if i >= root]:
         after = position if index == root else None
-        with closing(walk_after(ws, index, RULES, after, cancelled=cancelled)) as walk:
+        with closing(walk_after(ws, index, RULES, after, cancelled=cancelled, max_steps=STEPS_PER_PAGE)) as walk:
             for entry, reached in walk:
                 if entry is not None:
                     if len(page) >= size:

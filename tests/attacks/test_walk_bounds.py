@@ -131,3 +131,36 @@ async def test_a_shallow_tree_is_not_said_to_be_cut(root: Path, engine: str, cha
     assert "bounded" not in text_of(result), text_of(result)
     result = await call_tool(root, "glob", {"pattern": "**/leaf.txt"})
     assert "Found 1 file(s)" in text_of(result) and "bounded" not in text_of(result), text_of(result)[-300:]
+
+
+def test_a_paged_walk_keeps_only_what_a_page_can_take(root: Path) -> None:
+    """walk_after told the most steps a page takes (`max_steps`) keeps no more of a directory than that, and
+    gives the very steps of an unbounded walk, page after page, in a directory of 10 times as many files
+    and subdirectories."""
+    import itertools
+    from contextlib import closing
+
+    from coretools.sandbox.gateway import Workspace
+    from coretools.sandbox.ignore import IgnoreOptions
+    from coretools.sandbox.walk_from import walk_after
+
+    for n in range(300):
+        (root / f"f{(n * 7) % 300:03d}.txt").write_text("x")
+    for n in range(40):
+        (root / f"d{n:02d}").mkdir()
+        (root / f"d{n:02d}" / "inner.txt").write_text("y")
+    ws = Workspace([str(root)])
+    try:
+        with closing(walk_after(ws, 0, IgnoreOptions())) as walk:
+            whole = list(walk)
+        paged, after = [], None
+        while True:
+            with closing(walk_after(ws, 0, IgnoreOptions(), after, max_steps=30)) as walk:
+                page = list(itertools.islice(walk, 30))
+            if not page:
+                break
+            paged += page
+            after = page[-1][1]
+    finally:
+        ws.close()
+    assert len(whole) == 300 + 40 * 2 and paged == whole
