@@ -308,8 +308,8 @@ def test_a_fifo_named_git_does_not_freeze_the_server(base: Path) -> None:
         shell = server.start_call("run_shell_command", {"command": "echo hi"})
         listing = server.start_call("list_directory", {"dir_path": str(root)})
         try:
-            server.answer(listing, timeout=8)
-            server.answer(shell, timeout=8)
+            server.answer(listing, timeout=5)
+            server.answer(shell, timeout=5)
         except queue.Empty:
             pytest.fail("the server stopped answering every call after a command made a FIFO named .git")
     finally:
