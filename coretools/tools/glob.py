@@ -150,6 +150,12 @@ def _keep_first(now: float, limit: int, table: FileTable) -> None:
     table.sizes = [sizes[row] for row in rows]
 
 
+def _count_only(table: FileTable) -> None:
+    """`find_files`' `keep` for a walk that only counts (`_hidden_matches`)."""
+    table.passed += len(table.rels)
+    table.rels, table.mtimes, table.sizes = [], [], []
+
+
 def _depth_cut(ws: Workspace, starts: list[tuple[Location, str, list[Ignored]]], options: IgnoreOptions) -> str | None:
     """Where the walk of a pattern that found nothing was cut for depth, if it was (a walk of directories
     only: rg does not say). Patterns that match only in their start directory are not walked."""
@@ -264,9 +270,8 @@ def _hidden_matches(
     loose = IgnoreOptions(git=False, gemini=False, defaults=options.defaults)
     if loose == options:
         return 0
-    count_only = functools.partial(_keep_first, 0.0, 0)
     tables = (
-        _matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport(), count_only)
+        _matching(ws, base, rest, case_sensitive, loose, ctx, WalkReport(), _count_only)
         for base, rest in searched
         if ignored_by(ws, base.root, base.rel, loose) is None  # (a walk never judges where it starts)
     )
