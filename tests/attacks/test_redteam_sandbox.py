@@ -26,6 +26,7 @@ The scenes:
   and `uv sync` hard link the cache's files) can have its own code rewritten through the writable cache,
   and the next start runs it on the host; a server installed in a root (a project's `.venv`) has the
   programs it starts on the host for the next command (bwrap, `reaper.py`) replaced by a command; a
+  writable directory that lies in a root is swapped for a link, and the next run may write its target; a
   FIFO named `.gitignore` stalls glob, search and read_many_files until the call's time limit; a
   command speaks MCP to its own HTTP server on loopback (no token by default) and has it write `$HOME`.
 """
@@ -686,6 +687,34 @@ def test_the_sandboxs_own_programs_are_not_in_reach(mode: str, base: Path) -> No
         server.end()
     assert not pwned.exists(), f"the next command ran a program a sandboxed command wrote, on the host ({mode}): {s}"
 
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "landlock"])
+def test_a_writable_directory_cannot_be_swapped_for_a_link(mode: str, base: Path) -> None:
+    """The writable directories besides the roots (`--shell-writable`, the caches found from `HOME`,
+    `XDG_CACHE_HOME`, `CARGO_HOME`, `GOPATH`) are resolved again for every run. One that lies where a
+    command may write (here `--shell-writable` names a directory in the root; a project-local
+    `CARGO_HOME=./.cargo` or `GOPATH` does the same for the caches) is replaced by a symbolic link to a
+    directory outside everything, and the next run grants writing to the link's target. Suggested fix:
+    resolve the writable directories once, at start, keep a descriptor of each, and refuse (or drop with
+    a warning) one that later is not the same directory."""
+    if mode == "bwrap" and bwrap_problem() is not None:
+        pytest.skip("bubblewrap cannot run here")
+    if mode == "landlock" and landlock.abi() < 1:
+        pytest.skip("no Landlock here")
+    root = new_root(base, f"swap-{mode}")
+    (root / "out").mkdir()
+    elsewhere = base / f"swap-{mode}" / "elsewhere"
+    elsewhere.mkdir()
+    server = StdioServer(root, "--shell-sandbox", mode, "--shell-writable", str(root / "out")).ready()
+    try:
+        swapped = server.shell(f"rmdir out && ln -s {elsewhere} out && echo swapped")
+        assert swapped["stdout"].strip() == "swapped", swapped
+        s = server.shell(f"echo pwned > {elsewhere}/planted; echo done")
+        assert s["stdout"].strip() == "done", s
+    finally:
+        server.end()
+    assert not (elsewhere / "planted").exists(), f"a command wrote outside every writable directory ({mode}): {s}"
 
 # A minimal MCP client over HTTP, run by a sandboxed command against its own server.
 LOOPBACK_CLIENT = r"""
