@@ -165,7 +165,7 @@ def walk(
 def depth_note(max_depth: int, rel: str) -> str:
     """What a walk says of the first directory it did not enter for being `max_depth` levels down."""
     shown = rel if len(rel) <= 120 else f"{rel[:60]}...{rel[-57:]}"
-    return f"did not descend below depth {max_depth}, first at {shown} (a directory that deep is not searched)"
+    return f"did not descend below depth {max_depth} (first at {shown})"
 
 
 def depth_cut(

@@ -106,7 +106,7 @@ async def test_a_glob_cut_by_depth_says_where(root: Path, engine: str, chains: N
     assert not result.is_error, text
     assert text.startswith('No files found matching pattern "**/leaf.txt"'), text[:300]
     where = "/".join(["d"] * 64)
-    assert f"(The walk was bounded: did not descend below depth 64, first at {where[:60]}..." in text, text[:500]
+    assert f"(The walk was bounded: did not descend below depth 64 (first at {where[:60]}..." in text, text[:500]
     assert "a file there may match" in text
 
 
@@ -122,7 +122,7 @@ async def test_a_glob_cut_by_depth_with_matches_says_where(root: Path, engine: s
     result = await call_tool(root, "glob", {"pattern": "**/*.md"})
     text = text_of(result)
     assert "Found 63 file(s)" in text, text[:300]
-    assert f"(The walk was bounded: did not descend below depth 64, first at {'d/' * 30}" in text, text[-500:]
+    assert f"(The walk was bounded: did not descend below depth 64 (first at {'d/' * 30}" in text, text[-500:]
 
 
 async def test_a_shallow_tree_is_not_said_to_be_cut(root: Path, engine: str, chains: None) -> None:
