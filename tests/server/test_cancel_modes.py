@@ -35,6 +35,9 @@ from support import stdio_params
 pytestmark = [pytest.mark.timeout(90), pytest.mark.anyio]
 
 KILL_DEADLINE = 1.0  # seconds between abandoning a call and its process being gone
+# The command writes its own pid (`$$`), which is a host pid under Landlock (bubblewrap's PID namespace would
+# give another number): sandboxed, with the pids the test can check.
+HOST_PIDS = ("--shell-sandbox", "landlock")
 START_DEADLINE = 20.0  # seconds for the command to start (server start-up included)
 TOKEN = "cancel-test-" + "k" * 40
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -88,7 +91,7 @@ def http_servers(tmp_path_factory: pytest.TempPathFactory):
     """One stateful and one stateless server, both with a bearer token (the stateless one keys cancels on it)."""
     root = tmp_path_factory.mktemp("cancel-root")
     env = {"CORETOOLS_CANCEL_TOKEN": TOKEN}
-    flags = ["--auth-token-env", "CORETOOLS_CANCEL_TOKEN"]
+    flags = ["--auth-token-env", "CORETOOLS_CANCEL_TOKEN", *HOST_PIDS]
     servers = {
         "stateful": HttpServer.start([root], *flags, env=env),
         "stateless": HttpServer.start([root], *flags, "--stateless", env=env),
@@ -101,7 +104,9 @@ def http_servers(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def open_stateless_server(tmp_path_factory: pytest.TempPathFactory):
     """A stateless server without a bearer token."""
-    server = HttpServer.start([tmp_path_factory.mktemp("open-root")], "--stateless")
+    root = tmp_path_factory.mktemp("open-root")
+    server = HttpServer.start([root], "--stateless", *HOST_PIDS)
+    server.root = root
     yield server
     assert server.stop() == 0, "".join(server.stderr)
 
@@ -110,7 +115,7 @@ def _client(transport: str, mode: str, http_servers, root: Path, **kwargs):
     if transport == "stdio":
         from mcp import Client
 
-        return Client(stdio_params([root]), mode=mode, **kwargs)
+        return Client(stdio_params([root], *HOST_PIDS), mode=mode, **kwargs)
     servers, _ = http_servers
     return http_client(servers[transport].url, mode, token=TOKEN, **kwargs)
 
@@ -132,7 +137,7 @@ TRANSPORTS = ["stdio", "stateful", "stateless"]
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_cancel_kills_the_command(transport: str, mode: str, http_servers, tmp_path: Path) -> None:
     root = _root(transport, http_servers, tmp_path)
-    pidfile = tmp_path / "cancel.pid"
+    pidfile = root / f"{tmp_path.name}-cancel.pid"  # inside the root: the sandbox lets the command write only there
     try:
         async with _client(transport, mode, http_servers, root) as client:
             async with anyio.create_task_group() as tg:
@@ -153,7 +158,7 @@ async def test_timeout_kills_the_command(transport: str, mode: str, http_servers
     from mcp import MCPError
 
     root = _root(transport, http_servers, tmp_path)
-    pidfile = tmp_path / "timeout.pid"
+    pidfile = root / f"{tmp_path.name}-timeout.pid"  # inside the root: the sandbox lets the command write only there
     try:
         async with _client(transport, mode, http_servers, root) as client:
             await client.list_tools()  # start-up is not part of the call's timeout
@@ -180,7 +185,7 @@ from support import stdio_params
 async def main(transport, target, mode, pidfile, token):
     args = {{"command": f"echo $$ > {{pidfile}}; exec sleep 30", "description": "drop test"}}
     if transport == "stdio":
-        client = Client(stdio_params([target]), mode=mode)
+        client = Client(stdio_params([target], "--shell-sandbox", "landlock"), mode=mode)
     else:
         client = http_client(target, mode, token=token or None)
     async with client as c:
@@ -193,7 +198,7 @@ anyio.run(main, *sys.argv[1:])
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_dropped_client_kills_the_command(transport: str, mode: str, http_servers, tmp_path: Path) -> None:
     root = _root(transport, http_servers, tmp_path)
-    pidfile = tmp_path / "drop.pid"
+    pidfile = root / f"{tmp_path.name}-drop.pid"  # inside the root: the sandbox lets the command write only there
     target = str(root) if transport == "stdio" else http_servers[0][transport].url
     script = DROP_CLIENT.format(tests=str(REPO / "tests"))
     argv = [sys.executable, "-c", script, transport, target, mode, str(pidfile), TOKEN]
@@ -269,10 +274,12 @@ async def test_posted_cancel_reaches_only_the_callers_call(
     none (refused with 401, the call keeps running); without a token, any local client is the caller."""
     token = TOKEN if auth == "token" else None
     if token:
-        server = request.getfixturevalue("http_servers")[0]["stateless"]
+        servers, root = request.getfixturevalue("http_servers")
+        server = servers["stateless"]
     else:
         server = request.getfixturevalue("open_stateless_server")
-    pidfile = tmp_path / "owned.pid"
+        root = server.root
+    pidfile = root / f"{tmp_path.name}-owned.pid"  # inside the root: the sandbox lets the command write only there
     done = anyio.Event()
     try:
         async with anyio.create_task_group() as tg:

@@ -58,6 +58,10 @@ anyio.run(main)
 """
 
 
+# The shell writes its own pids, which are host pids under Landlock (not in bubblewrap's PID namespace).
+HOST_PIDS = ("--shell-sandbox", "landlock")
+
+
 def _shell_command(root: Path) -> str:
     # the shell, a foreground child and a background grandchild: every one of them must die
     return f"echo $$ > {root}/pid.shell; sleep 301 & echo $! > {root}/pid.bg; sleep 300 & echo $! > {root}/pid.fg; wait"
@@ -77,7 +81,7 @@ def _spawn_client(transport: str, target: str, mode: str, root: Path, env: dict 
 def test_http_client_vanishing_mid_call_kills_the_commands_processes(tmp_path: Path, mode: str) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    with HttpServer.start([root]) as server:
+    with HttpServer.start([root], *HOST_PIDS) as server:
         client = _spawn_client("http", server.url, mode, root)
         try:
             assert wait_for(lambda: all((root / f"pid.{n}").exists() for n in ("shell", "bg", "fg")), 30)
@@ -95,13 +99,13 @@ def test_stdio_client_vanishing_mid_call_kills_the_server_and_commands(tmp_path:
     """Over stdio the host dying closes the server's stdin: the server exits and takes the command along."""
     root = tmp_path / "root"
     root.mkdir()
-    argv = server_command([root], transport="stdio")
+    argv = server_command([root], *HOST_PIDS, transport="stdio")
     client = _spawn_client("stdio", json.dumps(argv), "legacy", root, env={"PYTHONPATH": str(REPO)})
     try:
         assert wait_for(lambda: all((root / f"pid.{n}").exists() for n in ("shell", "bg", "fg")), 30)
         assert wait_for(lambda: all((root / f"pid.{n}").read_text().strip() for n in ("shell", "bg", "fg")), 5)
         pids = _pids(root)
-        server_pid = _parent_of(pids[0])
+        server_pid = _parent_of(_parent_of(pids[0]) or 0)  # the shell's parent is its run's reaper
         assert all(pid_alive(p) for p in pids)
     finally:
         os.killpg(client.pid, signal.SIGKILL)  # the stdio server runs in its own session and survives this
