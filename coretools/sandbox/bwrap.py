@@ -28,6 +28,7 @@ import functools
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections import deque
@@ -41,6 +42,7 @@ from coretools.sandbox.paths import is_git_name, is_secret_env_name
 logger = logging.getLogger("coretools")
 
 SEARCH_BUDGET = 4096  # directories looked at per root and command
+MASK_BUDGET = 2048  # secret files masked per command (bwrap takes at most 9,000 arguments, even with --args)
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".tox", ".nox", ".mypy_cache",
                        ".pytest_cache", ".ruff_cache"})  # fmt: skip
 MODULES_DEPTH = 4  # how deep `.git/modules/<name>` nesting (submodules of submodules, names with /) is followed
@@ -115,8 +117,23 @@ def find_protected(roots: Iterable[str], cwd: str, budget: int = SEARCH_BUDGET) 
         readonly=sorted({r for r in map(os.path.realpath, found.readonly) if inside(r)}, key=_depth),
         missing_hooks=sorted({p for p in found.missing_hooks if inside(p)}),
         absent=sorted({p for p in found.absent if inside(p)}),
-        secrets=sorted(set(map(os.path.realpath, secrets))),
+        # A link named like a secret file may point anywhere (`/proc/self/...`): only files in the roots are masked.
+        secrets=_within_budget(sorted({r for r in map(os.path.realpath, secrets) if inside(r)}, key=_depth)),
     )
+
+
+def _within_budget(secrets: list[str]) -> list[str]:
+    """The shallowest `MASK_BUDGET` secret files (what a project keeps at its top); the rest are not masked,
+    and the log says so once per count."""
+    if len(secrets) > MASK_BUDGET:
+        _note_masks(len(secrets))
+    return secrets[:MASK_BUDGET]
+
+
+@functools.lru_cache(maxsize=64)
+def _note_masks(count: int) -> None:
+    logger.warning("bwrap sandbox: %d secret env files in the roots; only the %d shallowest are masked",
+                   count, MASK_BUDGET)  # fmt: skip
 
 
 def _walk(root: str, cwd: str, budget: int, git_entries: list[str], secrets: list[str]) -> None:
@@ -240,12 +257,21 @@ def _subdirs(directory: str) -> list[str]:
 
 
 def _read_pointer(path: str, prefix: str, base: str | None = None) -> str | None:
-    """The path a `.git` file (`gitdir: X`) or a `commondir` file (`X`) points to, made absolute."""
+    """The path a `.git` file (`gitdir: X`) or a `commondir` file (`X`) points to, made absolute. Only a
+    regular file is read, opened without blocking or following a link: a command may have made a FIFO or a
+    link in its place, and this runs in the server."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            line = fh.read(4096).strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        line = os.read(fd, 4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if not line.startswith(prefix):
         return None
     target = line[len(prefix) :].strip()
@@ -262,21 +288,56 @@ def _depth(path: str) -> tuple[int, str]:
     return path.count(os.sep), path
 
 
-def remove_new(paths: Iterable[str]) -> list[str]:
-    """Delete whichever of `paths` (each absent before the run) now exist; return those removed."""
-    removed = []
-    for path in paths:
-        if not os.path.lexists(path):
-            continue
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
+class Absent:
+    """Files that must not appear (a git directory's `commondir`, `config.worktree`), each held by a
+    descriptor of its directory taken before the run: what a command creates is removed through that
+    descriptor, so a directory renamed during the run and replaced by a link to elsewhere leads nowhere."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.held: list[tuple[int, str, str]] = []
+        for path in paths:
+            try:
+                fd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            self.held.append((fd, os.path.basename(path), path))
+
+    def remove_new(self) -> list[str]:
+        """Delete whichever of the files now exist, and let the descriptors go; return the paths removed."""
+        removed = []
+        for fd, name, path in self.held:
+            try:
+                st = os.lstat(name, dir_fd=fd)
+            except OSError:
+                os.close(fd)
+                continue
+            try:
+                if stat.S_ISDIR(st.st_mode):
+                    _remove_tree(fd, name)
+                else:
+                    os.unlink(name, dir_fd=fd)
+                removed.append(path)
+            except OSError:
+                logger.warning("bwrap sandbox: could not remove %s, created by a sandboxed command", path)
+            finally:
+                os.close(fd)
+        self.held = []
+        return removed
+
+
+def _remove_tree(parent: int, name: str) -> None:
+    """Remove directory `name` of the directory open at `parent`, never following a link."""
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        for entry in os.listdir(fd):
+            st = os.lstat(entry, dir_fd=fd)
+            if stat.S_ISDIR(st.st_mode):
+                _remove_tree(fd, entry)
             else:
-                os.unlink(path)
-            removed.append(path)
-        except OSError:
-            logger.warning("bwrap sandbox: could not remove %s, created by a sandboxed command", path)
-    return removed
+                os.unlink(entry, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
 
 
 # -- the command line -------------------------------------------------------------------------------------
@@ -365,12 +426,13 @@ class SandboxedRun:
 
 def prepare_sandbox(argv: list[str], *, scratch: str, cwd: str, roots: list[str], network: bool,
                     writable: Iterable[str] = (), hidden: str | None = None,
-                    readable: Iterable[str] = ()) -> SandboxedRun:  # fmt: skip
+                    readable: Iterable[str] = (), keep_read_only: Iterable[str] = ()) -> SandboxedRun:  # fmt: skip
     """The bwrap command line for one run, with its seccomp descriptor and what follows the run: close the
     descriptor, remove git pointer files the command created (and say so on its stderr). `writable`: more
     directories to bind writable (the package caches, `--shell-writable`); `hidden`: a directory to cover
     with an empty tmpfs (every session's scratch directories), of which only this run's saved outputs are
-    bound back, read-only; `readable`: directories to show read-only (the operator's own programs)."""
+    bound back, read-only; `readable`: directories to show read-only (the operator's own programs);
+    `keep_read_only`: directories inside writable ones bound read-only over them (the server's installation)."""
     private_tmp = os.path.join(scratch, "tmp")
     os.makedirs(private_tmp, mode=0o700, exist_ok=True)
     out_dir = os.path.join(scratch, "output")
@@ -379,24 +441,51 @@ def prepare_sandbox(argv: list[str], *, scratch: str, cwd: str, roots: list[str]
     fd = _seccomp_fd()
     extra = [p for p in writable if not _inside(roots, p)]
     shown = [p for p in readable if os.path.isdir(p) and not _inside(roots, p)]
-    wrapped = bwrap_argv(argv, writable=[*roots, *extra], private_tmp=private_tmp, cwd=cwd, readonly=[*shown, out_dir],
+    wrapped = bwrap_argv(argv, writable=[*roots, *extra], private_tmp=private_tmp, cwd=cwd,
+                         readonly=[*shown, *keep_read_only, out_dir],
                          network=network, seccomp_fd=fd, protected=protected, hidden=hidden)  # fmt: skip
-    absent = list(protected.absent)
+    absent = Absent(protected.absent)
+    args_fd = None
+    if sum(len(a) + 1 for a in wrapped) > ARGV_BYTES:  # thousands of masks: past what execve takes
+        args_fd, wrapped = _options_in_a_file(wrapped)
 
     def on_exit(outcome: Any = None) -> None:
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        removed = remove_new(absent)
+        for held in (fd, args_fd):
+            if held is not None:
+                try:
+                    os.close(held)
+                except OSError:
+                    pass
+        removed = absent.remove_new()
         if removed and outcome is not None:
             note = (f"\n[coretools: removed {', '.join(removed)}: the sandbox keeps a repository's git files "
                     "from pointing git at other configuration or hooks]\n")  # fmt: skip
             outcome.stderr.data += note.encode()
             outcome.stderr.received += len(note.encode())
 
-    return SandboxedRun(wrapped, () if fd is None else (fd,), on_exit)
+    return SandboxedRun(wrapped, tuple(f for f in (fd, args_fd) if f is not None), on_exit)
+
+
+ARGV_BYTES = 256 * 1024  # above this, bwrap's options go through `--args FD`
+
+
+def _options_in_a_file(wrapped: list[str]) -> tuple[int, list[str]]:
+    """bwrap's options (everything before `--`) in an anonymous file it reads with `--args FD`."""
+    cut = wrapped.index("--")
+    fd = os.memfd_create("coretools-bwrap-args") if hasattr(os, "memfd_create") else _unlinked_file()
+    data = b"".join(os.fsencode(a) + b"\0" for a in wrapped[1:cut])
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd, [wrapped[0], "--args", str(fd), *wrapped[cut:]]
+
+
+def _unlinked_file() -> int:
+    handle = tempfile.TemporaryFile()
+    fd = os.dup(handle.fileno())
+    handle.close()
+    return fd
 
 
 def _seccomp_fd() -> int | None:

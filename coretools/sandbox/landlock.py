@@ -15,8 +15,8 @@ device ioctls, so terminals work) and grants them beneath a few hierarchies:
 * everything but device nodes (write, create, remove, rename, truncate): the roots, the session's private temporary
   directory, the package caches (`process_settings.default_caches`) and what the operator adds
   (`--shell-writable`);
-* read and write: the character devices a shell needs (`/dev/null`, terminals); in `/dev/shm`, files may
-  be made, used and removed but the directory not listed.
+* read and write: the character devices a shell needs (`/dev/null`, `/dev/tty`; not the user's terminals
+  in `/dev/pts`); in `/dev/shm`, files may be made, used and removed but the directory not listed.
 
 What it cannot express, and so does not do: a file inside a writable root cannot be taken back out (a
 right granted on a directory covers everything beneath it), so a repository's `.git/config` and hooks are
@@ -71,8 +71,9 @@ SCOPE_SIGNAL = 1 << 1
 READ = EXECUTE | READ_FILE | READ_DIR
 FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE  # the rights a rule on a non-directory may carry
 
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
-           "/dev/pts")  # fmt: skip
+# Not /dev/pts, not even to read: its terminals are the user's (a command could read what is typed there).
+TERMINALS = "/dev/pts"
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx")
 # POSIX shared memory and semaphores (Python's multiprocessing locks) live in /dev/shm, which every session
 # and the host share: a command may make, use and remove a file there, but not list the directory, so it
 # cannot find another session's names.
@@ -141,6 +142,7 @@ class Grants:
     readable: tuple[str, ...] = ()  # granted back inside `hidden` (the session's own directory)
     hidden: tuple[str, ...] = ()
     network: bool = True
+    read_only: tuple[str, ...] = ()  # inside a writable directory, left read-only (the server's installation)
 
 
 class Ruleset:
@@ -163,14 +165,19 @@ class Ruleset:
             raise LandlockError(err, f"landlock_create_ruleset: {os.strerror(err)}")
         self.fd = int(fd)
         try:
-            self._grant_except("/", [os.path.realpath(h) for h in (*grants.hidden, SHARED_MEMORY)], READ)
+            self._grant_except("/", [os.path.realpath(h) for h in (*grants.hidden, SHARED_MEMORY, TERMINALS)], READ)
             for path in grants.readable:
                 self.grant(path, READ)
             for path in DEVICES:
                 self.grant(path, READ_FILE | WRITE_FILE, missing_ok=True)
             self.grant(SHARED_MEMORY, SHARED_MEMORY_RIGHTS, missing_ok=True)
+            write = self.fs & ~(MAKE_CHAR | MAKE_BLOCK)
             for path in grants.writable:
-                self.grant(path, self.fs & ~(MAKE_CHAR | MAKE_BLOCK))
+                inside = [r for r in grants.read_only if r == path or r.startswith(path.rstrip("/") + "/")]
+                if inside:  # every entry but those (the directory's own entries can then not be added to)
+                    self._grant_except(path, inside, write)
+                else:
+                    self.grant(path, write)
         except BaseException:
             self.close()
             raise

@@ -88,14 +88,20 @@ def become_subreaper() -> bool:
 
 
 def reap_orphans() -> None:
-    """Collect the exit status of orphans re-parented to this process (a subreaper), which no `Popen` waits
-    for; the server's own children are left to their `Popen`."""
+    """Kill and collect the orphans re-parented to this process (a subreaper). In a process that is the
+    server (`become_subreaper`), every child it did not start is a command's process whose reaper was
+    killed or failed: it belongs to no run any more, so it ends at once, with what it started. The server's
+    own children are left to their `Popen`."""
     if not _subreaper:
         return
+    table = None
     for pid in _children(os.getpid()):
         with _registry_lock:
             if pid in _known_children:
                 continue
+        table = table or _process_table()
+        for member in (*_descendants(pid, table), pid):
+            _kill(member, signal.SIGKILL)
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
@@ -157,10 +163,18 @@ def _process_table() -> dict[int, tuple[int, int]] | None:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) < 3 or fields[0] in (b"Z", b"X"):
+        if len(fields) < 3 or (fields[0] in (b"Z", b"X") and not _has_live_threads(name)):
             continue
         table[int(name)] = (int(fields[1]), int(fields[2]))
     return table
+
+
+def _has_live_threads(pid: str) -> bool:
+    """A process whose main thread exited shows as a zombie while its other threads run on: it is alive."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
 
 
 def _descendants(root: int, table: dict[int, tuple[int, int]] | None) -> list[int]:

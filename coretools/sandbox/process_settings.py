@@ -24,15 +24,18 @@ import functools
 import logging
 import os
 import signal
+import stat
 import sys
+import sysconfig
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from coretools.sandbox import landlock, reaper
-from coretools.sandbox.bwrap import bwrap_problem, prepare_sandbox
+from coretools.sandbox.bwrap import bwrap_binary, bwrap_problem, prepare_sandbox
 from coretools.sandbox.hardened_env import neutralise
 from coretools.sandbox.runner import DEFAULT_OUTPUT_CAP, Outcome, Runner, RunSpec
+from coretools.sandbox.ripgrep import find_rg
 from coretools.sandbox.seccomp import filter_program
 
 logger = logging.getLogger("coretools")
@@ -137,6 +140,35 @@ def default_caches(home: str | None = None, env: dict[str, str] | None = None) -
     return [path for path in dict.fromkeys(candidates) if os.path.isdir(path)]
 
 
+@functools.lru_cache(maxsize=1)
+def installation() -> tuple[str, ...]:
+    """What the server runs from and what a command must never write, even inside a writable directory:
+    the interpreter and its environment, the installed packages (coretools, the bundled bwrap and rg), and
+    uv's cache, whose files uv hard-links into environments (a write there is a write to them)."""
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    uv_cache = os.environ.get("UV_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                              os.path.join(home, ".cache"), "uv")  # fmt: skip
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    programs = [p for p in (bwrap_binary(), find_rg()) if p]
+    paths = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), uv_cache,
+             _installed_in(package),
+             *(os.path.dirname(os.path.dirname(os.path.realpath(p))) for p in programs),  # their packages
+             *(sysconfig.get_paths().get(k, "") for k in ("purelib", "platlib", "scripts"))]  # fmt: skip
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in paths if p and os.path.isdir(p)))
+
+
+def _installed_in(package: str) -> str:
+    """The site-packages coretools was imported from, wherever it is (a project's own environment inside a
+    root), or the package alone when it runs from a checkout."""
+    parent = os.path.dirname(package)
+    return parent if os.path.basename(parent) in ("site-packages", "dist-packages") else package
+
+
+def carved(writable: list[str]) -> list[str]:
+    """The parts of `installation()` that lie inside one of `writable`: bound read-only over it."""
+    return [p for p in installation() if any(p == w or p.startswith(w.rstrip("/") + "/") for w in writable)]
+
+
 @functools.lru_cache(maxsize=8)
 def choose_sandbox(asked: str, network: bool) -> Sandbox:
     """The mode that `asked` means on this machine (probing bubblewrap and Landlock once)."""
@@ -164,6 +196,19 @@ class ProcessSettings:
     output_cap: int = DEFAULT_OUTPUT_CAP
     writable: tuple[str, ...] = ()
     caches: bool = True
+    # The extra writable directories as resolved at start, with their identities (see `extra_writable`).
+    _granted: list[tuple[str, int, int]] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        paths = [os.path.realpath(p) for p in self.writable]
+        if self.caches:
+            paths += [os.path.realpath(p) for p in default_caches()]
+        for path in dict.fromkeys(paths):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            self._granted.append((path, st.st_dev, st.st_ino))
 
     @property
     def chosen(self) -> Sandbox:
@@ -186,11 +231,21 @@ class ProcessSettings:
         return None
 
     def extra_writable(self) -> list[str]:
-        """The directories a command may write besides the roots and its temporary directory."""
-        paths = [os.path.realpath(p) for p in self.writable]
-        if self.caches:
-            paths += [os.path.realpath(p) for p in default_caches()]
-        return list(dict.fromkeys(paths))
+        """The directories a command may write besides the roots and its temporary directory: those resolved
+        at start that are still the same directory. One a command replaced by a link (inside a root, say)
+        is dropped, so that a link cannot aim a grant elsewhere."""
+        kept = []
+        for path, dev, ino in self._granted:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == (dev, ino):
+                kept.append(path)
+            else:
+                logger.warning("shell sandbox: %s changed since start (now a link or another directory); "
+                               "commands may no longer write it", path)  # fmt: skip
+        return kept
 
     def spec(
         self,
@@ -211,9 +266,11 @@ class ProcessSettings:
         env["PWD"] = cwd
         mode = self.chosen.mode
         if mode == "bwrap":
+            extra_writable = self.extra_writable()
             sandboxed = prepare_sandbox(argv, scratch=runner.scratch_dir, cwd=cwd, roots=roots, network=self.network,
-                                        writable=self.extra_writable(), hidden=runner.scratch_base,
-                                        readable=[os.path.realpath(p) for p in readable])  # fmt: skip
+                                        writable=extra_writable, hidden=runner.scratch_base,
+                                        readable=[os.path.realpath(p) for p in readable],
+                                        keep_read_only=carved([*map(os.path.realpath, roots), *extra_writable]))  # fmt: skip
             argv = sandboxed.argv
             extra.update(pass_fds=sandboxed.pass_fds, on_exit=sandboxed.on_exit)
             env["TMPDIR"] = "/tmp"
@@ -222,11 +279,13 @@ class ProcessSettings:
             env["TMPDIR"] = tmp
             ruleset = None
             if mode == "landlock":
+                writable = [*map(os.path.realpath, roots), tmp, *self.extra_writable()]
                 grants = landlock.Grants(
-                    writable=(*roots, tmp, *self.extra_writable()),
+                    writable=tuple(writable),
                     readable=(runner.scratch_dir,),
                     hidden=(runner.scratch_base,),
                     network=self.network,
+                    read_only=tuple(carved(writable)),
                 )
                 ruleset = landlock.Ruleset(grants)
             argv, pass_fds, on_exit = _reaped(argv, ruleset, seccomp=mode == "landlock", network=self.network)
@@ -246,7 +305,7 @@ def _reaped(argv: list[str], ruleset: landlock.Ruleset | None, *, seccomp: bool,
     """`argv` run under the per-run reaper (`reaper.py`), confined by `ruleset` and the seccomp filter
     (which also refuses every socket but a unix one without `network`)."""
     seccomp_fd = -1
-    program = filter_program(network=network) if seccomp else None
+    program = filter_program(network=network, shared_host=True) if seccomp else None
     if program is not None:
         seccomp_fd, write = os.pipe()
         try:

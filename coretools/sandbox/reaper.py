@@ -55,7 +55,7 @@ def _descendants(root):
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and fields[0] not in (b"Z", b"X"):
+        if len(fields) > 1:  # zombies too: one whose main thread exited may have live threads and children
             children.setdefault(int(fields[1]), []).append(int(name))
     found, stack = [], list(children.get(root, ()))
     while stack:
@@ -66,7 +66,11 @@ def _descendants(root):
 
 
 def _kill_tree(signum):
-    for pid in _descendants(os.getpid()):
+    try:
+        found = _descendants(os.getpid())
+    except OSError:  # no descriptor left: the server, a subreaper too, ends what this one cannot find
+        found = []
+    for pid in found:
         try:
             os.kill(pid, signum)
         except OSError:

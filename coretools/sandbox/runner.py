@@ -39,6 +39,7 @@ import anyio
 from coretools.sandbox.scratch import ScratchArea
 from coretools.sandbox.process_groups import (
     Group,
+    reap_orphans,
     kill_group,
     register,
     registered,
@@ -126,10 +127,12 @@ LiveFn = Callable[[str], Awaitable[None]]
 class Runner:
     """Runs processes for one owner (a tool instance) and kills what is left of them on `aclose()`."""
 
-    def __init__(self, label: str = "coretools", *, base: str | None = None, owner: object = None) -> None:
+    def __init__(self, label: str = "coretools", *, base: str | None = None, owner: object = None,
+                 hide: str | None = None) -> None:  # fmt: skip
         self.label = label
         self._owner = id(self)
         self._base = base
+        self._hide = hide
         self._area_owner = owner
         self._dir: str | None = None
         self._area: ScratchArea | None = None
@@ -144,9 +147,9 @@ class Runner:
 
     @property
     def scratch_base(self) -> str:
-        """The directory that holds this runner's scratch directory and its siblings' (other sessions'):
-        what a sandbox hides from commands, granting back only `scratch_dir`."""
-        return self._base or self.scratch_dir
+        """The directory that holds this runner's scratch directory and its siblings' (other sessions', other
+        servers' with `hide`): what a sandbox hides from commands, granting back only `scratch_dir`."""
+        return self._hide or self._base or self.scratch_dir
 
     @property
     def private_tmp(self) -> str:
@@ -281,6 +284,7 @@ class Runner:
             outcome.signal = -code
         else:
             outcome.exit_code = code
+        reap_orphans()
         remaining = [p for p in scan(group) if p != process.pid]
         if remaining and spec.keep_background and outcome.stopped is None:
             outcome.background_pids = remaining

@@ -21,6 +21,7 @@ import errno
 import os
 import secrets
 import stat
+import tempfile
 import threading
 import time
 
@@ -126,6 +127,24 @@ class ScratchArea:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def user_parent() -> str:
+    """The directory that holds every server's scratch of this user (`$TMPDIR/coretools-UID`, 0700), which
+    the sandboxes hide whole so that no command sees another server's sessions; the system's temporary
+    directory itself where that name is taken by something else (a link, another owner)."""
+    base = tempfile.gettempdir()
+    path = os.path.join(base, f"coretools-{os.getuid()}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return base
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return base
+    return path
 
 
 def find(path: str) -> tuple[ScratchArea, str] | None:

@@ -41,6 +41,8 @@ _ENOSYS = 38
 _NR, _ARCH, _ARG0 = 0, 4, 16
 
 _X32_BIT = 0x40000000
+_SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop", "msgget", "msgsnd",
+             "msgrcv", "msgctl")  # fmt: skip
 _AF_UNIX = 1
 _CLONE_NAMESPACES = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 _UNSHARE_NAMESPACES = _CLONE_NAMESPACES | 0x80  # and NEWTIME, which clone() cannot take (CSIGNAL there)
@@ -54,32 +56,37 @@ _X86_64 = {
     "add_key": 248, "request_key": 249, "bpf": 321, "userfaultfd": 323, "setns": 308, "mount": 165,
     "umount2": 166, "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "clone": 56, "unshare": 272, "clone3": 435,
-    "socket": 41,
+    "socket": 41, "prlimit64": 302, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64,
+    "semop": 65, "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
 }  # fmt: skip
 _AARCH64 = {
     "ptrace": 117, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 219,
     "add_key": 217, "request_key": 218, "bpf": 280, "userfaultfd": 282, "setns": 268, "mount": 40,
     "umount2": 39, "pivot_root": 41, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "clone": 220, "unshare": 97, "clone3": 435,
-    "socket": 198,
+    "socket": 198, "prlimit64": 261, "shmget": 194, "shmat": 196, "shmctl": 195, "shmdt": 197, "semget": 190,
+    "semop": 193, "semctl": 191, "semtimedop": 192, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187,
 }  # fmt: skip
 # AUDIT_ARCH_* values and the system call numbers of each architecture covered.
 ARCHITECTURES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 
 
-def filter_program(machine: str | None = None, *, network: bool = True) -> bytes | None:
+def filter_program(machine: str | None = None, *, network: bool = True, shared_host: bool = False) -> bytes | None:
     """The filter as bwrap reads it (an array of struct sock_filter), or None for an uncovered machine.
     `network=False` also refuses every socket but a unix one (`--shell-no-network` where no network
-    namespace cuts it: under Landlock, whose own rules cover TCP only)."""
+    namespace cuts it: under Landlock, whose own rules cover TCP only). `shared_host`, for a command that
+    shares the host's IPC and PID namespaces (Landlock): System V IPC is refused (its objects are shared by
+    every session and outlive them), and so is `prlimit64` on another process (setting the server's or the
+    reaper's limits is neither a signal nor ptrace, which Landlock governs)."""
     machine = machine or platform.machine()
     if machine == "arm64":
         machine = "aarch64"
     if machine not in ARCHITECTURES:
         return None
-    return b"".join(struct.pack("=HBBI", *ins) for ins in _assemble(_program(machine, network)))
+    return b"".join(struct.pack("=HBBI", *ins) for ins in _assemble(_program(machine, network, shared_host)))
 
 
-def _program(machine: str, network: bool = True) -> list[tuple]:
+def _program(machine: str, network: bool = True, shared_host: bool = False) -> list[tuple]:
     """Instructions as (code, jump-if-true label, jump-if-false label, k); labels are resolved later."""
     audit_arch, numbers = ARCHITECTURES[machine]
     prog: list[tuple] = [
@@ -95,7 +102,12 @@ def _program(machine: str, network: bool = True) -> list[tuple]:
         (_JEQ_K, "unshare", None, numbers["unshare"]),
         (_JEQ_K, "enosys", None, numbers["clone3"]),
         *([] if network else [(_JEQ_K, "socket", None, numbers["socket"])]),
+        *([(_JEQ_K, "deny", None, numbers[name]) for name in _SYSV_IPC] if shared_host else []),
+        *([(_JEQ_K, "prlimit", None, numbers["prlimit64"])] if shared_host else []),
         (_RET_K, None, None, _ALLOW),
+        "prlimit",
+        (_LD_W_ABS, None, None, _ARG0),
+        (_JEQ_K, "allow", "deny", 0),
         "socket",
         (_LD_W_ABS, None, None, _ARG0),
         (_JEQ_K, "allow", "deny", _AF_UNIX),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import logging
 import os
 import shutil
@@ -50,7 +51,7 @@ from coretools.sandbox.background import (
     TooManyJobs,
 )
 from coretools.sandbox.runner import Outcome, Runner, RunSpec, shorten
-from coretools.sandbox.scratch import read_only_error
+from coretools.sandbox.scratch import read_only_error, user_parent
 from coretools.sandbox.session import PROCESS
 from coretools.sandbox.git_watch import GitState, GitWatch, changes, warning
 from coretools.sandbox.exec_policy import runs_programs
@@ -310,7 +311,7 @@ class RunShellCommand(Tool):
     def _session(self, ctx: ToolContext) -> ShellSession:
         """The calling session's runner and background jobs (its own temporary directory and logs)."""
         if self._base is None:
-            self._base = tempfile.mkdtemp(prefix="coretools-shell-")
+            self._base = tempfile.mkdtemp(prefix="shell-", dir=user_parent())
         return ctx.session.get(self._key, lambda: ShellSession(self._base, ctx.session, self.limits))
 
     @property
@@ -364,8 +365,10 @@ class RunShellCommand(Tool):
             watched = [cwd, *roots]
             before = await anyio.to_thread.run_sync(self.git_watch.snapshot, watched)
             shell = self._session(ctx)
-            spec = self.settings.spec(
-                shell.runner, ["bash", "-c", command], cwd=cwd, roots=roots, hardened=bool(self.policy.allow)
+            # Off the event loop: the sandbox looks through the roots (git directories, secret files).
+            spec = await anyio.to_thread.run_sync(
+                functools.partial(self.settings.spec, shell.runner, ["bash", "-c", command], cwd=cwd, roots=roots,
+                                  hardened=bool(self.policy.allow))  # fmt: skip
             )
             if self.policy.active:
                 spec.env = agreeing_locale(spec.env)
@@ -520,7 +523,7 @@ class ShellSession:
     inside the tool's scratch base, which every sandbox hides from the other sessions' commands."""
 
     def __init__(self, base: str, owner: object, limits: Limits) -> None:
-        self.runner = Runner("session", base=base, owner=owner)
+        self.runner = Runner("session", base=base, owner=owner, hide=os.path.dirname(base))
         self.jobs = BackgroundJobs(self.runner, limits)
 
     def close_now(self) -> None:
