@@ -50,7 +50,7 @@ from coretools.sandbox import exec_policy
 from coretools.sandbox.exec_policy.expansion import Budget, Expanded, command_name, expand_words
 from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern, protected_refusal
 from coretools.sandbox.paths import word_protected_reason
-from coretools.sandbox.grammar_input import ascii_view
+from coretools.sandbox.grammar_input import MAX_PIPELINE, ascii_view, longest_pipeline
 
 MAX_SUBCOMMANDS = 100
 MAX_DEPTH = 8  # nested `bash -c` / `eval` / launcher levels
@@ -132,6 +132,10 @@ class ShellPolicy:
         None for words that are not literal), for reports and tests."""
         if not self.active:
             return []
+        stages = longest_pipeline(command)
+        if stages > MAX_PIPELINE:
+            raise _refuse(command, f"a pipeline of {stages + 1:,} commands is more than the shell policy checks "
+                          f"({MAX_PIPELINE + 1:,}); split it up")  # fmt: skip
         if NAME_TABLES.search(command):
             raise _refuse(command, "BASH_CMDS and BASH_ALIASES are refused by the shell policy (they change which "
                           "program a command name runs)")  # fmt: skip

@@ -515,3 +515,19 @@ def test_non_ascii_words_are_read_from_the_command_itself() -> None:
     with pytest.raises(Refused) as refused:
         policy.check("echo $é; ümlaut")
     assert "ümlaut" in refused.value.message
+
+
+def test_a_pipeline_too_long_to_parse_is_refused_before_the_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tree-sitter-bash needs memory that grows with the square of a pipeline's length (8,192 stages: about
+    1 GiB), so a longer pipeline than the check parses is refused by a linear count, never parsed."""
+    from coretools.sandbox import shell_policy
+
+    def no_parse(*args, **kwargs):  # noqa: ANN002, ANN003
+        raise AssertionError("the command was parsed")
+
+    monkeypatch.setattr(shell_policy._Checker, "script", no_parse)
+    policy = ShellPolicy.from_prefixes([], ["rm"])
+    with pytest.raises(Refused, match="a pipeline of 8,193 commands"):
+        policy.check("echo a" + " | cat" * 8192)
+    with pytest.raises(Refused, match="a pipeline of 258 commands"):
+        policy.check("echo a" + " |\n cat" * 257)

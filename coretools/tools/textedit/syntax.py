@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import itertools
 import json
 import os
 import re
@@ -39,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
 
-from coretools.sandbox.grammar_input import ascii_view
+from coretools.sandbox.grammar_input import MAX_PIPELINE, ascii_view, longest_pipeline
 
 MAX_CHECK_CHARS = 2 * 1024 * 1024
 MAX_PYTHON_CHARS = 128 * 1024  # at most about 1 KB each: 128 MiB
@@ -51,9 +50,6 @@ MAX_REMEMBERED = 256
 _RSS_UNIT = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in bytes there, in KiB on Linux
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _MEASURE_EVERY = 8  # tree-sitter progress calls (each about 100 parser operations) between two measures
-MAX_PIPELINE = 256  # `|`s in one shell pipeline (a script's longest has a few dozen)
-_PIPE_CONTINUES = re.compile(r"\|[ \t]*\\?\n")  # a pipe at the end of a line: the pipeline goes on
-_COMMAND_END = re.compile(r"[;&\n]")
 
 
 class Skipped:
@@ -261,8 +257,7 @@ def _tree_sitter(
 def _long_pipeline(text: str) -> Skipped | None:
     """Whether a shell text has a pipeline of over `MAX_PIPELINE` stages (a linear scan, which may count a `|`
     in a string or comment too: such a text is only left unchecked)."""
-    joined = _PIPE_CONTINUES.sub("|", text.replace("||", ";").replace("|&", "|").replace("\\\n", " "))
-    longest = max(map(str.count, _COMMAND_END.split(joined), itertools.repeat("|")))
+    longest = longest_pipeline(text)
     if longest <= MAX_PIPELINE:
         return None
     return Skipped(f"it has a pipeline of {longest + 1:,} commands, over the {MAX_PIPELINE + 1:,} the check parses")
