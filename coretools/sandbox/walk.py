@@ -514,6 +514,7 @@ def rg_files(
         run = ripgrep.RgRun(
             argv, ripgrep.dir_cwd(dir_fd, node.path), rules.ignore_files, timeout=RG_WALK_TIMEOUT, check=check,
             sep=b"\0", count_in_stderr=_ignored_by_rules if count_ignored else None,
+            data_limit=ripgrep.RG_DATA_LIMIT,  # a huge .gitignore took rg 3.7 GB: the Python walk then
         )
         wanted = names.regex.search if names is not None else None
         if by_name is not None and names.globs_exact:
@@ -541,8 +542,10 @@ def rg_files(
                 keep(sink.table)
             if full:
                 break
-        if run.returncode == 2 and not given and not run.stopped:
-            return None  # rg refused the arguments (it printed nothing): walk instead
+        if (run.returncode == 2 or run.out_of_memory) and not given and not run.stopped:
+            return None  # rg refused the arguments, or ran out of its memory: walk instead
+        if run.out_of_memory and not full:
+            report.truncated = "ripgrep ran out of its memory bound part way (the ignore files are too large)"
         if run.stopped and not full:
             report.truncated = run.stopped.replace("the search", "the walk")
         if count_ignored:
