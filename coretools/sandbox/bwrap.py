@@ -117,9 +117,14 @@ def find_protected(roots: Iterable[str], cwd: str, budget: int = SEARCH_BUDGET) 
         readonly=sorted({r for r in map(os.path.realpath, found.readonly) if inside(r)}, key=_depth),
         missing_hooks=sorted({p for p in found.missing_hooks if inside(p)}),
         absent=sorted({p for p in found.absent if inside(p)}),
-        # A link named like a secret file may point anywhere (`/proc/self/...`): only files in the roots are masked.
-        secrets=_within_budget(sorted({r for r in map(os.path.realpath, secrets) if inside(r)}, key=_depth)),
+        secrets=_within_budget(sorted({r for r in map(os.path.realpath, secrets) if _maskable(r)}, key=_depth)),
     )
+
+
+def _maskable(path: str) -> bool:
+    """Whether a secret file's target (where a link named `.env` leads) can be masked: a regular file, and
+    not in /proc, /sys or /dev, which the sandbox mounts anew (`/proc/<server pid>/...` has no place there)."""
+    return not path.startswith(("/proc/", "/sys/", "/dev/")) and os.path.isfile(path)
 
 
 def _within_budget(secrets: list[str]) -> list[str]:

@@ -272,15 +272,15 @@ def test_a_secret_file_link_does_not_stop_later_commands(bwrap_server: StdioServ
 @needs_bwrap
 def test_many_secret_files_do_not_stop_later_commands(bwrap_server: StdioServer) -> None:
     """Each secret env file in the roots becomes three arguments of bwrap's command line (a mask). A
-    command makes 30,000 empty `.env.N` files: the next command line is longer than the kernel takes
-    (`E2BIG`), and every later command fails to start, in every session on these roots, until a human
+    command makes 4,000 empty `.env.N` files (30,000 stopped execve itself, `E2BIG`; 4,000 are past the
+    9,000 arguments bwrap takes), and every later command fails to start, in every session on these roots, until a human
     deletes the files (the file tools cannot). Suggested fix: hand bwrap its arguments through a
     descriptor (`--args FD`), and bound the masks (past a number of secret files in one directory, mask
     the directory, or refuse to run with a message naming it)."""
     root = Path(bwrap_server.shell("pwd")["stdout"].strip())
     crowd = root / f"crowd-{secrets.token_hex(4)}"
     try:
-        planted = bwrap_server.shell(f'mkdir {crowd.name} && cd {crowd.name} && seq 1 30000 | sed "s/^/.env./" | '
+        planted = bwrap_server.shell(f'mkdir {crowd.name} && cd {crowd.name} && seq 1 4000 | sed "s/^/.env./" | '
                                      "xargs touch && echo planted")  # fmt: skip
         assert planted["stdout"].strip() == "planted", planted
         s = bwrap_server.shell("echo still-running")

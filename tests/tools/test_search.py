@@ -289,11 +289,12 @@ async def test_progress_and_cancellation_kill_ripgrep(root: Path) -> None:
     seen: list[int] = []
 
     def rg_children() -> list[int]:
+        """This process's ripgrep children (a worker may have other children, from other tests)."""
         pids = []
         for task in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{task}/children") as fh:
                 pids += [int(p) for p in fh.read().split()]
-        return pids
+        return [p for p in pids if _program_of(p) in ("rg", "ripgrep")]
 
     async def progress(done, total=None, message=None) -> None:
         seen.append(done)
@@ -366,3 +367,11 @@ async def test_nul_and_overlong_arguments_are_clear_errors(root: Path) -> None:
         assert result.is_error, args
         assert needle in text_of(result)
         assert "Internal error" not in text_of(result)
+
+
+def _program_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return os.path.basename(fh.read().split(b"\0")[0].decode("utf-8", "replace"))
+    except OSError:
+        return ""

@@ -175,7 +175,7 @@ async def test_direct_runner_timeout_handles_escaped_session(tmp_path: Path) -> 
 async def test_leftover_processes_end_with_the_call(root: Path, sandbox: str) -> None:
     """A foreground command's `&` children, however they detach, end when the command does (long-running
     work uses is_background); nothing is reported as left running."""
-    command = "sleep 30 & echo $!; (setsid sleep 31 & echo $!); (env -i sleep 32 & echo $!) | cat; echo started"
+    command = "sleep 30 & echo $!; (setsid sleep 31 & echo $!); (env -i sleep 32 >/dev/null & echo $!) | cat; echo started"
     async with connect([root], "legacy", "--structured-content", "--shell-sandbox", sandbox) as client:
         result = await client.call_tool("run_shell_command", {"command": command})
         pids = pids_in(result.structured_content["stdout"])
