@@ -76,6 +76,9 @@ SERIAL = (
 # follow, largest first, as xdist orders them.
 LONG = (
     "serial",
+    "tests/attacks/test_redteam_sandbox.py",
+    "tests/attacks/test_safe_default.py",
+    "tests/attacks/test_kernel_lifetime.py",
     "tests/tools/test_edit_safety.py::test_kill_at_random_moments_leaves_old_or_new",
     "tests/server/test_http.py",
     "tests/attacks/test_http_flood.py",
