@@ -11,7 +11,7 @@ Three pieces, all without network I/O of their own:
   `public`. IPv6 forms that wrap an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo) are judged by the
   IPv4 address inside.
 - `check_hop(...)` applies the operator's setting and the redirect rule (a public hop may not lead into a
-  local one) to every resolved address of a hop, and raises `Refused` naming the address and the rule.
+  local one) to every resolved address of a hop, and raises `FetchRefused` naming the address and the rule.
 
 `Network` is the only door to DNS and sockets: the fetcher resolves each host once through it, checks
 every address, and then dials exactly those addresses through it (see `pinned_http`). Tests replace
@@ -62,7 +62,7 @@ class UrlProblem(ValueError):
     """A URL that cannot be fetched for reasons of form (malformed, unsupported scheme, credentials)."""
 
 
-class Refused(Exception):
+class FetchRefused(Exception):
     """The address policy refused a hop. The message names the address and the rule."""
 
 
@@ -248,22 +248,22 @@ class Hop:
 
 def check_hop(target: Target, addresses: list[IPAddress], *, allow_private: bool, after_public: str | None) -> Hop:
     """Apply the policy to every address `target` resolved to. `after_public` is the public address of an
-    earlier hop of the same fetch (a redirect chain), if any. Returns the hop, or raises Refused."""
+    earlier hop of the same fetch (a redirect chain), if any. Returns the hop, or raises FetchRefused."""
     source = "" if target.ip is not None else f" (resolved from {target.host})"
     public = False
     for ip in addresses:
         klass, what = classify(ip)
         where = f"{ip}{source}"
         if klass == BLOCKED:
-            raise Refused(f"Refused {target.url}: {where} is {what}; link-local, cloud-metadata and non-unicast "
+            raise FetchRefused(f"Refused {target.url}: {where} is {what}; link-local, cloud-metadata and non-unicast "
                           "addresses are never fetched.")
         if klass == LOCAL and not allow_private:
-            raise Refused(
+            raise FetchRefused(
                 f"Refused {target.url}: {where} is {what}, and this server was started with "
                 f"{PRIVATE_OPTION} deny, which refuses loopback and private-network addresses."
             )
         if klass == LOCAL and after_public:
-            raise Refused(
+            raise FetchRefused(
                 f"Refused {target.url}: a redirect from a public address ({after_public}) into {where}, {what}, "
                 "is not followed; a public site may not send the fetcher into the local network. Fetch the "
                 "local URL directly if you meant to."
@@ -280,7 +280,7 @@ def _dialled(ip: IPAddress) -> IPAddress:
 
 def refuse_name(target: Target) -> None:
     if target.ip is None and is_metadata_name(target.host):
-        raise Refused(f"Refused {target.url}: {target.host.rstrip('.')} is a cloud metadata host name; metadata services are "
+        raise FetchRefused(f"Refused {target.url}: {target.host.rstrip('.')} is a cloud metadata host name; metadata services are "
                       "never fetched.")
 
 

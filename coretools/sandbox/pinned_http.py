@@ -18,7 +18,7 @@ import anyio
 import httpcore2
 
 from coretools.sandbox import netpolicy
-from coretools.sandbox.netpolicy import Refused, Target, UrlProblem
+from coretools.sandbox.netpolicy import FetchRefused, Target, UrlProblem
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
@@ -143,7 +143,7 @@ async def fetch(
     user_agent: str,
     accept: str,
 ) -> Fetched:
-    """Fetch one URL (already validated by `netpolicy.parse_target`). Raises FetchError or Refused."""
+    """Fetch one URL (already validated by `netpolicy.parse_target`). Raises FetchError or FetchRefused."""
     network = netpolicy.NETWORK
     backend = PinnedBackend(network)
     target = netpolicy.parse_target(url)
@@ -229,4 +229,4 @@ def _next_hop(target: Target, location: str, redirects: list[str], max_redirects
     try:
         return netpolicy.parse_target(following)
     except UrlProblem as exc:
-        raise Refused(f"Refused the redirect from {target.url}: {exc}") from None
+        raise FetchRefused(f"Refused the redirect from {target.url}: {exc}") from None

@@ -80,7 +80,7 @@ MODEL_SET_VARIABLES = {"_": "$_ is the last argument of the previous command, wh
 _SOURCE: ContextVar[bytes] = ContextVar("shell_policy_source")
 
 
-class Refused(Exception):
+class CommandRefused(Exception):
     """The command may not run; `message` names the part and why."""
 
     def __init__(self, message: str) -> None:
@@ -128,7 +128,7 @@ class ShellPolicy:
         return "; ".join(parts)
 
     def check(self, command: str) -> list[list[str]]:
-        """Raise `Refused` unless every command in `command` passes; return the commands found (argv with
+        """Raise `CommandRefused` unless every command in `command` passes; return the commands found (argv with
         None for words that are not literal), for reports and tests."""
         if not self.active:
             return []
@@ -144,9 +144,9 @@ class ShellPolicy:
         return checker.found
 
 
-def _refuse(part: str, why: str) -> Refused:
+def _refuse(part: str, why: str) -> CommandRefused:
     shown = part if len(part) <= 120 else part[:117] + "..."
-    return Refused(f"`{shown}`: {why}")
+    return CommandRefused(f"`{shown}`: {why}")
 
 
 class _Checker:

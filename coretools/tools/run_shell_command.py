@@ -42,7 +42,7 @@ from coretools.sandbox.process_settings import (
     signal_name,
     stop_message,
 )
-from coretools.sandbox.background import (
+from coretools.workspace.background import (
     DEFAULT_LIFETIME,
     DEFAULT_MAX_JOBS,
     BackgroundJob,
@@ -55,7 +55,7 @@ from coretools.sandbox.scratch import read_only_error, user_parent
 from coretools.sandbox.session import PROCESS
 from coretools.sandbox.git_watch import GitState, GitWatch, changes, warning
 from coretools.sandbox.exec_policy import runs_programs
-from coretools.sandbox.shell_policy import Refused, ShellPolicy, agreeing_locale
+from coretools.sandbox.shell_policy import CommandRefused, ShellPolicy, agreeing_locale
 from coretools.tools.process_options import ProcessOptions
 
 MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
@@ -342,7 +342,7 @@ class RunShellCommand(Tool):
             ) from None
         try:
             self.policy.check(command)
-        except Refused as exc:
+        except CommandRefused as exc:
             raise ToolError(
                 f"Command refused by the shell policy: {exc.message}. The operator limits which commands may run "
                 f"({self.policy.describe()}); use only those, as plain commands.",

@@ -342,7 +342,7 @@ class WebFetch(Tool):
         except TimeoutError:
             page.error = f"{page.fetched_from}: no complete response within {timeout:g} seconds; gave up."
             return
-        except netpolicy.Refused as exc:
+        except netpolicy.FetchRefused as exc:
             page.error, page.refused = str(exc), True
             return
         except pinned_http.FetchError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from coretools.sandbox.exec_policy.launchers import OPAQUE_LAUNCHERS
-from coretools.sandbox.shell_policy import Refused, ShellPolicy
+from coretools.sandbox.shell_policy import CommandRefused, ShellPolicy
 
 ALLOW = ShellPolicy.from_prefixes(["ls", "cat", "echo", "git", "grep"], ["rm", "sudo", "curl"])
 DENY = ShellPolicy.from_prefixes([], ["rm", "sudo", "curl"])
@@ -101,7 +101,7 @@ def test_allowed(command: str) -> None:
 
 @pytest.mark.parametrize("command,why", REFUSED)
 def test_refused_with_a_message_naming_the_part(command: str, why: str) -> None:
-    with pytest.raises(Refused) as info:
+    with pytest.raises(CommandRefused) as info:
         ALLOW.check(command)
     assert why in info.value.message
     assert info.value.message.startswith("`")  # names the refused part
@@ -115,7 +115,7 @@ def test_refused_with_a_message_naming_the_part(command: str, why: str) -> None:
      "git -c core.pager=x log", "echo $(( x ))", "busybox rm x", "cat <<EOF\n$(rm x)\nEOF"],
 )  # fmt: skip
 def test_denylist_sees_through_wrappers_and_substitutions(command: str) -> None:
-    with pytest.raises(Refused):
+    with pytest.raises(CommandRefused):
         DENY.check(command)
 
 
@@ -133,14 +133,14 @@ def test_prefix_matching_is_by_words() -> None:
     policy.check("git status --short")
     policy.check("npm run test -- --watch=false")
     for command in ["git statusx", "git push", "npm run testing", "git", "git $x"]:
-        with pytest.raises(Refused):
+        with pytest.raises(CommandRefused):
             policy.check(command)
 
 
 def test_path_prefix_on_the_allowlist_is_exact() -> None:
     policy = ShellPolicy.from_prefixes(["./scripts/check.sh"], [])
     policy.check("./scripts/check.sh --fast")
-    with pytest.raises(Refused):
+    with pytest.raises(CommandRefused):
         policy.check("./other/check.sh")
 
 
@@ -164,7 +164,7 @@ REDIRECTION_FORMS = ["git >/dev/null -c x=y status", "git 2>/dev/null -c x=y sta
 
 @pytest.mark.parametrize("command", REDIRECTION_FORMS)
 def test_words_after_a_redirection_are_arguments(command: str) -> None:
-    with pytest.raises(Refused) as info:
+    with pytest.raises(CommandRefused) as info:
         ALLOW.check(command)
     assert "git -c" in info.value.message
 
@@ -177,7 +177,7 @@ def test_words_after_a_redirection_keep_their_order() -> None:
 @pytest.mark.parametrize("command", ["{ ls; } >/dev/null rm x", "(ls) 2>/dev/null rm x", "declare >/dev/null x=1"])
 def test_words_after_a_redirection_of_a_compound_command_are_refused(command: str) -> None:
     for policy in (ALLOW, DENY):
-        with pytest.raises(Refused):
+        with pytest.raises(CommandRefused):
             policy.check(command)
 
 
@@ -185,7 +185,7 @@ def test_words_after_a_redirection_of_a_compound_command_are_refused(command: st
                                      "xargs >/dev/null rm", ">/dev/null rm x",
                                      "timeout 5 >/dev/null rm x"])  # fmt: skip
 def test_denylist_sees_words_after_a_redirection(command: str) -> None:
-    with pytest.raises(Refused) as info:
+    with pytest.raises(CommandRefused) as info:
         DENY.check(command)
     assert "denylist" in info.value.message
 
@@ -201,14 +201,14 @@ DENY_HOLDS = ["\\rm x", "r''m x", "/bin/rm x", "command rm x", "env rm x", "echo
 
 @pytest.mark.parametrize("command", DENY_HOLDS)
 def test_denylist_holds(command: str) -> None:
-    with pytest.raises(Refused):
+    with pytest.raises(CommandRefused):
         DENY.check(command)
 
 
 @pytest.mark.parametrize("command", ["env -S 'ls'", "env --split-string=ls", "env --spl=ls", "env -0S ls"])
 def test_env_split_string_is_refused_in_both_modes(command: str) -> None:
     for policy in (DENY, ShellPolicy.from_prefixes(["env", "ls"], [])):
-        with pytest.raises(Refused) as info:
+        with pytest.raises(CommandRefused) as info:
             policy.check(command)
         assert "split" in info.value.message or "-S" in info.value.message
 
@@ -327,7 +327,7 @@ TABLE_CASES = [
 @pytest.mark.parametrize("program,command,why", TABLE_CASES, ids=[f"{c[0]}:{c[1][:40]}" for c in TABLE_CASES])
 def test_table_entry_refuses_and_names_the_part(program: str, command: str, why: str) -> None:
     policy = ShellPolicy.from_prefixes([program, "git", "ls"], [])
-    with pytest.raises(Refused) as info:
+    with pytest.raises(CommandRefused) as info:
         policy.check(command)
     assert why in info.value.message
 
@@ -349,7 +349,7 @@ DENY_INLINE = ["git -c alias.x=y x", "git --config-env=a.b=C status", "git --exe
 
 @pytest.mark.parametrize("command", DENY_INLINE)
 def test_command_carrying_options_are_refused_with_a_denylist(command: str) -> None:
-    with pytest.raises(Refused):
+    with pytest.raises(CommandRefused):
         DENY.check(command)
 
 
@@ -380,13 +380,13 @@ def test_everyday_commands_pass_the_table(command: str) -> None:
                                      "ln -s .git x", "touch .Git/hooks/x", "ls .g?t", "cp x .git./config",
                                      "cat .git/config"])  # fmt: skip
 def test_no_program_may_name_a_path_inside_dot_git(command: str) -> None:
-    with pytest.raises(Refused) as info:
+    with pytest.raises(CommandRefused) as info:
         ShellPolicy.from_prefixes(["cp", "ln", "touch", "ls", "cat"], []).check(command)
     assert ".git" in info.value.message
 
 
 def test_dollar_underscore_is_refused_with_an_allowlist() -> None:
-    with pytest.raises(Refused) as info:
+    with pytest.raises(CommandRefused) as info:
         ShellPolicy.from_prefixes(["echo", "cp"], []).check("echo .g; cp x ${_}it/config")
     assert "$_" in info.value.message
     DENY.check("echo $_")
@@ -462,7 +462,7 @@ MORE_REFUSALS = [
 
 @pytest.mark.parametrize("program,command,why", MORE_REFUSALS)
 def test_more_refusals_name_the_part(program: str, command: str, why: str) -> None:
-    with pytest.raises(Refused) as info:
+    with pytest.raises(CommandRefused) as info:
         ShellPolicy.from_prefixes([program, "ls"], []).check(command)
     assert why in info.value.message
 
@@ -471,7 +471,7 @@ def test_more_refusals_name_the_part(program: str, command: str, why: str) -> No
                                      "printf -v 'BASH_CMDS[ls]' /bin/rm", "compgen -C 'rm x' y", "mapfile -C 'rm x' a",
                                      "shopt -s expand_aliases; alias x=rm", "timeout [5r]* x", "nice -n 1 r* x"])  # fmt: skip
 def test_denylist_holds_against_builtins_that_change_what_runs(command: str) -> None:
-    with pytest.raises(Refused):
+    with pytest.raises(CommandRefused):
         DENY.check(command)
     DENY.check("trap 'echo done' EXIT; trap - EXIT; trap -l; hash -r; alias")
 
@@ -480,17 +480,17 @@ def test_denylist_holds_against_builtins_that_change_what_runs(command: str) -> 
                                      "git --work-tree . push", "git -p push"])  # fmt: skip
 def test_a_denied_subcommand_is_found_behind_global_options(command: str) -> None:
     policy = ShellPolicy.from_prefixes([], ["git push"])
-    with pytest.raises(Refused, match="denylist"):
+    with pytest.raises(CommandRefused, match="denylist"):
         policy.check(command)
     policy.check("git -C . status")
 
 
 def test_denylist_refusals_that_depend_on_unknown_words() -> None:
-    with pytest.raises(Refused, match="cannot tell whether"):
+    with pytest.raises(CommandRefused, match="cannot tell whether"):
         ShellPolicy.from_prefixes([], ["git push"]).check("git $x origin")
-    with pytest.raises(Refused, match="eval of a string"):
+    with pytest.raises(CommandRefused, match="eval of a string"):
         DENY.check("eval $x")
-    with pytest.raises(Refused, match="closing"):
+    with pytest.raises(CommandRefused, match="closing"):
         DENY.check("find . -exec rm x")
 
 
@@ -509,10 +509,10 @@ def test_non_ascii_words_are_read_from_the_command_itself() -> None:
     assert found == [["échô", "日本", "ü x"], ["echo", "😀"]]
     nested = policy.check("echo a | bash -c 'échô ü'")
     assert ["échô", "ü"] in nested
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(CommandRefused) as refused:
         policy.check("ëcho 😀")
     assert "ëcho" in refused.value.message
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(CommandRefused) as refused:
         policy.check("echo $é; ümlaut")
     assert "ümlaut" in refused.value.message
 
@@ -527,7 +527,7 @@ def test_a_pipeline_too_long_to_parse_is_refused_before_the_parse(monkeypatch: p
 
     monkeypatch.setattr(shell_policy._Checker, "script", no_parse)
     policy = ShellPolicy.from_prefixes([], ["rm"])
-    with pytest.raises(Refused, match="a pipeline of 8,193 commands"):
+    with pytest.raises(CommandRefused, match="a pipeline of 8,193 commands"):
         policy.check("echo a" + " | cat" * 8192)
-    with pytest.raises(Refused, match="a pipeline of 258 commands"):
+    with pytest.raises(CommandRefused, match="a pipeline of 258 commands"):
         policy.check("echo a" + " |\n cat" * 257)

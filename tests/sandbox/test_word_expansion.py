@@ -12,7 +12,7 @@ import pytest
 from coretools.sandbox.exec_policy.expansion import Budget, expand_words
 from coretools.sandbox.exec_policy.words import ArgumentRefused, Pattern
 from coretools.sandbox.paths import word_protected_reason
-from coretools.sandbox.shell_policy import Refused, ShellPolicy, _parser
+from coretools.sandbox.shell_policy import CommandRefused, ShellPolicy, _parser
 
 
 def expand(words: str) -> list[str | None]:
@@ -91,7 +91,7 @@ def test_a_command_has_one_budget() -> None:
     """Many words each under the bound still share one: the cost of a command is bounded, not per word."""
     policy = ShellPolicy.from_prefixes(["echo"], [])
     policy.check("echo " + "{" * 500)
-    with pytest.raises(Refused, match="cannot be checked"):
+    with pytest.raises(CommandRefused, match="cannot be checked"):
         policy.check("echo " + " ".join(["{" * 500] * 10))
 
 
@@ -142,7 +142,7 @@ def test_one_rule_for_every_layer() -> None:
 
 @pytest.mark.parametrize("command", ["printf %s .g\\\nit", "printf %s {\\ .}", "printf %s { {\\,#", "r\\\nm x"])
 def test_where_the_grammar_splits_words_unlike_bash_the_command_is_refused(command: str) -> None:
-    with pytest.raises(Refused, match="grammar"):
+    with pytest.raises(CommandRefused, match="grammar"):
         ShellPolicy.from_prefixes(["printf"], ["rm"]).check(command)
 
 
