@@ -36,8 +36,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coretools.sandbox.seccomp import filter_program
+from coretools.sandbox import diskio
 from coretools.sandbox.paths import is_git_name, is_secret_env_name
+from coretools.sandbox.seccomp import filter_program
 
 logger = logging.getLogger("coretools")
 
@@ -479,9 +480,7 @@ def _options_in_a_file(wrapped: list[str]) -> tuple[int, list[str]]:
     cut = wrapped.index("--")
     fd = os.memfd_create("coretools-bwrap-args") if hasattr(os, "memfd_create") else _unlinked_file()
     data = b"".join(os.fsencode(a) + b"\0" for a in wrapped[1:cut])
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    diskio.write_all(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd, [wrapped[0], "--args", str(fd), *wrapped[cut:]]
 

@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from coretools.sandbox import settings
+
 O_PATH = getattr(os, "O_PATH", 0)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -50,7 +52,7 @@ class _OpenHow(ctypes.Structure):
 
 
 def _load_openat2() -> Callable[[int, str, int, int], int] | None:
-    if sys.platform != "linux" or os.environ.get("CORETOOLS_NO_OPENAT2"):
+    if sys.platform != "linux" or settings.openat2_disabled():
         return None
     try:
         libc = ctypes.CDLL(None, use_errno=True)

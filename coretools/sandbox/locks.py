@@ -3,9 +3,9 @@ in another server on the same workspace.
 
 Two layers. In this process, a lock per canonical path (`_KeyedLocks`), so threads wait without touching
 the disk. Across processes, an `flock` on a lock file in the user's state directory
-(`state_dir()/locks/<key>`), where the key is the file's identity (device and inode; for a file that does
-not exist yet, a hash of its canonical path). The kernel drops an `flock` when its holder dies, however it
-dies, so a killed server never wedges the others.
+(`settings.state_dir()/locks/<key>`), where the key is the file's identity (device and inode; for a file
+that does not exist yet, a hash of its canonical path). The kernel drops an `flock` when its holder dies,
+however it dies, so a killed server never wedges the others.
 
 Why a lock file named after the identity rather than an `flock` on the edited file itself: a file about to
 be created has nothing to lock; opening the user's file has effects of its own (a FIFO, a file this user may
@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from coretools.sandbox import durable
+from coretools.sandbox import durable, settings
 
 logger = logging.getLogger("coretools")
 
@@ -85,14 +85,13 @@ class _KeyedLocks:
         except BaseException:
             self.unref(key, entry)
             raise
-        held = EditLock(self, key, entry)
-        if identity is not None:
-            try:
-                held._shared = _lock_identity(identity, cancelled)
-            except BaseException:
-                held.release()
-                raise
-        return held
+        try:
+            shared = _lock_identity(identity, cancelled) if identity is not None else None
+        except BaseException:
+            entry[0].release()
+            self.unref(key, entry)
+            raise
+        return EditLock(self, key, entry, shared)
 
     def unref(self, key: str, entry: list) -> None:
         with self._guard:
@@ -101,7 +100,25 @@ class _KeyedLocks:
                 del self._locks[key]
 
 
+    def keys(self) -> list[str]:
+        """The keys locked or waited for now."""
+        with self._guard:
+            return list(self._locks)
+
+
 _EDIT_LOCKS = _KeyedLocks()
+
+
+def lock_edit(key: str, cancelled: Callable[[], object] | None, identity: Callable[[], str]) -> EditLock:
+    """Take the edit lock of the file whose canonical path is `key`, in this process and then in every
+    process sharing the state directory (`identity` names the file's current identity, see `identity_key`);
+    blocking, `cancelled` is called while waiting and may raise to give up."""
+    return _EDIT_LOCKS.acquire(key, cancelled, identity)
+
+
+def keys_in_use() -> list[str]:
+    """The canonical paths whose edit lock some thread of this process holds or waits for."""
+    return _EDIT_LOCKS.keys()
 
 
 class _FileLock:
@@ -138,7 +155,7 @@ def _lock_identity(identity: Callable[[], str], cancelled: Callable[[], object] 
     the state directory cannot hold lock files (logged once): the edit goes ahead, locked in this process.
     Whatever `cancelled` raises goes through."""
     global _unavailable_logged
-    folder = os.path.join(durable.state_dir(), "locks")
+    folder = os.path.join(settings.state_dir(), "locks")
     try:
         try:
             durable.private_dir("locks")

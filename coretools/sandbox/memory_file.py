@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import stat
 import tempfile
 import threading
 from pathlib import Path
+
+from coretools.sandbox import diskio
 
 try:
     import fcntl
@@ -110,39 +111,10 @@ def append_fact(path: Path, fact: str) -> Path:
             data = with_fact(old.decode("utf-8", "replace"), fact).encode("utf-8")
             if len(data) > MAX_FILE_BYTES:
                 raise FileFull(real, size, len(data))
-            _replace(real, data, mode)
+            diskio.replace_file(real, data, mode=mode)
         finally:
             os.close(lock_fd)  # releases the flock
     return real
-
-
-def _replace(path: Path, data: bytes, mode: int | None) -> None:
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666 if mode is None else 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if mode is not None:
-                os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
 
 
 def read_prefix(path: Path, limit: int) -> tuple[bytes, int] | None:

@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from coretools.sandbox import settings
 from coretools.sandbox.durable import is_temp_name
 from coretools.sandbox.ignore import (
     DEFAULT_EXCLUDES,
@@ -92,9 +93,9 @@ def check_rg_argument(name: str, value: str, limit: int) -> None:
 @functools.lru_cache(maxsize=1)
 def find_rg() -> str | None:
     """The ripgrep binary to use, or None when there is none that runs."""
-    override = os.environ.get("CORETOOLS_RG")
+    override = settings.rg_override()
     if override is not None:
-        if override.lower() in ("", "0", "off", "none", "false"):
+        if not override:
             return None
         candidates = [override]
     else:

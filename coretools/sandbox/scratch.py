@@ -26,7 +26,7 @@ import threading
 import time
 
 from coretools.errors import ErrorKind, PathError, ToolError
-from coretools.sandbox import kernel, session
+from coretools.sandbox import diskio, kernel, session
 
 MAX_FILES = 128
 MAX_BYTES = 512 * 1024 * 1024
@@ -66,9 +66,7 @@ class ScratchArea:
         """Write `data` to a new file of the area; return its path."""
         fd, path = self.create(label, suffix)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            diskio.write_all(fd, data)
         finally:
             os.close(fd)
         return path

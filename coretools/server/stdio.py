@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 import anyio
 
+from coretools.sandbox import settings
 from coretools.server.config import DEFAULT_MAX_MESSAGE_BYTES
 
 logger = logging.getLogger("coretools")
@@ -249,7 +250,7 @@ def claim_pipes(limit: int = DEFAULT_MAX_MESSAGE_BYTES) -> Iterator[Pipes | None
     Node.js give their servers socket pairs, not pipes) cannot be reopened, so a duplicate of it is read and
     written with per-call non-blocking flags (`MSG_DONTWAIT`), leaving the shared description as it is."""
     kinds = (_kind(0), _kind(1))
-    if os.environ.get("CORETOOLS_STDIO") == "sdk" or sys.platform != "linux" or None in kinds:
+    if settings.sdk_stdio() or sys.platform != "linux" or None in kinds:
         yield None
         return
     opened: list[int] = []
