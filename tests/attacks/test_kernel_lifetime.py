@@ -22,22 +22,16 @@ Anything found alive is killed by PID when its scene ends.
 
 from __future__ import annotations
 
-import json
 import os
-import queue
-import secrets
 import signal
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from http_harness import REPO, server_env, wait_for
+from http_harness import wait_for
+from raw_stdio import StdioServer, holders_of, marker
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -71,121 +65,11 @@ BACKGROUND = {
 MODES = {"none": ("--shell-sandbox", "none"), "landlock": ("--shell-sandbox", "landlock"),
          "bwrap": ("--shell-sandbox", "bwrap")}  # fmt: skip
 ENDINGS = ("close", "sigterm", "sigkill")
-
-
-def marker() -> str:
-    return f"4242.{secrets.randbelow(10**9):09d}"
-
-
-def holders(mark: str) -> list[int]:
-    """Live processes whose command line holds `mark` (a zombie's command line is empty)."""
-    needle = mark.encode()
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
-                if needle in fh.read():
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-class StdioServer:
-    """`coretools-mcp serve` over its own pipes, spoken to in newline-delimited JSON-RPC."""
-
-    def __init__(self, root: Path, *flags: str) -> None:
-        self.log = tempfile.TemporaryFile()
-        argv = [sys.executable, "-m", "coretools", "serve", "--root", str(root), "--structured-content", *flags]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     env=server_env(), cwd=str(REPO))  # fmt: skip
-        self.messages: queue.Queue[dict | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.next_id = 0
-        self.answers: dict[int, dict] = {}
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "attack", "version": "0"}}
-        self._init = self.request("initialize", init)
-
-    def ready(self) -> None:
-        """Wait for the handshake sent at start (several servers start at once)."""
-        self.answer(self._init)
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.messages.put(json.loads(line))
-            except ValueError:
-                continue
-        self.messages.put(None)
-
-    def stderr(self) -> str:
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
-
-    def send(self, message: dict) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict) -> int:
-        """Send a request; its answer is collected by `answer`, so several can be in flight."""
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        return self.next_id
-
-    def answer(self, request_id: int, timeout: float = 60.0) -> dict:
-        deadline = time.monotonic() + timeout
-        while request_id not in self.answers:
-            message = self.messages.get(timeout=max(deadline - time.monotonic(), 0.01))
-            if message is None:
-                raise RuntimeError(f"the server closed its output; its stderr:\n{self.stderr()}")
-            if "id" in message:
-                self.answers[message["id"]] = message
-        message = self.answers.pop(request_id)
-        if "error" in message:
-            raise RuntimeError(f"request {request_id}: {message['error']}")
-        return message["result"]
-
-    def start_shell(self, command: str, **extra: object) -> int:
-        return self.request("tools/call", {"name": "run_shell_command", "arguments": {"command": command, **extra}})
-
-    def shell_result(self, request_id: int) -> dict:
-        result = self.answer(request_id)
-        assert "structuredContent" in result, result
-        return result["structuredContent"]
-
-    def shell(self, command: str, **extra: object) -> dict:
-        return self.shell_result(self.start_shell(command, **extra))
-
-    def end(self, how: str) -> None:
-        """End the server as a client or an operator would: close stdin, SIGTERM, or SIGKILL."""
-        if how == "close":
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        elif how == "sigterm":
-            self.proc.send_signal(signal.SIGTERM)
-        else:
-            self.proc.kill()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+MARK = "4242"  # the markers' prefix: `sleep 4242.<digits>`
 
 
 def start(root: Path, mode: str) -> StdioServer:
     return StdioServer(root, *MODES[mode], "--shell-timeout", str(TIME_LIMIT))
-
-
-def ready(server: StdioServer, mode: str) -> None:
-    try:
-        server.ready()
-    except (RuntimeError, queue.Empty, BrokenPipeError) as exc:
-        pytest.fail(f"the server did not start with --shell-sandbox {mode}: {exc}")
 
 
 @dataclass
@@ -209,7 +93,7 @@ class Scene:
 
 def begin(server: StdioServer, scene: Scene) -> int:
     """Every escape in one call that runs into its time limit; it stays in flight while `play` goes on."""
-    scene.timed_out = {name: marker() for name in ESCAPES}
+    scene.timed_out = {name: marker(MARK) for name in ESCAPES}
     command = "\n".join(ESCAPES[name].format(m=mark) for name, mark in scene.timed_out.items())
     return server.start_shell(f"{command}\nsleep 60")
 
@@ -217,15 +101,17 @@ def begin(server: StdioServer, scene: Scene) -> int:
 def play(server: StdioServer, scene: Scene, timed: int) -> None:
     """Every escape in a call of its own, then a few background commands; then the timed call's end."""
     for name, template in ESCAPES.items():
-        scene.foreground[name] = mark = marker()
+        scene.foreground[name] = mark = marker(MARK)
         scene.results[f"fg:{name}"] = server.shell(template.format(m=mark))
     for name, template in BACKGROUND.items():
-        scene.background[name] = mark = marker()
+        scene.background[name] = mark = marker(MARK)
         scene.results[f"bg:{name}"] = server.shell(template.format(m=mark), is_background=True, delay_ms=300)
-    wait_for(lambda: all(holders(m) for m in scene.background.values()), timeout=5)
-    scene.alive_while_running = {name: holders(mark) for name, mark in scene.background.items()}
+    wait_for(lambda: all(holders_of(list(scene.background.values())).values()), timeout=5)
+    alive = holders_of(list(scene.background.values()))
+    scene.alive_while_running = {name: alive[mark] for name, mark in scene.background.items()}
     scene.results["timed"] = server.shell_result(timed)
-    scene.alive_after_timeout = {name: holders(mark) for name, mark in scene.timed_out.items()}
+    alive = holders_of(list(scene.timed_out.values()))
+    scene.alive_after_timeout = {name: alive[mark] for name, mark in scene.timed_out.items()}
 
 
 @pytest.fixture(scope="module", params=list(MODES))
@@ -241,7 +127,7 @@ def scenes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         for ending in ENDINGS:
             servers[ending] = start(root, mode)
         for server in servers.values():
-            ready(server, mode)
+            server.ready()
         timed = {ending: begin(server, played[ending]) for ending, server in servers.items()}
         for ending, server in servers.items():
             play(server, played[ending], timed[ending])
@@ -249,9 +135,10 @@ def scenes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         for ending, server in servers.items():
             server.end(ending)
         marks = [m for scene in played.values() for m in scene.markers().values()]
-        wait_for(lambda: not any(holders(m) for m in marks), timeout=GONE_WITHIN, interval=0.1)
+        wait_for(lambda: not any(holders_of(marks).values()), timeout=GONE_WITHIN, interval=0.1)
+        alive = holders_of(marks)
         for scene in played.values():
-            scene.alive_after_end = {key: holders(m) for key, m in scene.markers().items()}
+            scene.alive_after_end = {key: alive[m] for key, m in scene.markers().items()}
             for pid in {pid for pids in scene.alive_after_end.values() for pid in pids}:
                 try:
                     os.kill(pid, signal.SIGKILL)

@@ -31,19 +31,15 @@ server over loopback when no token is set.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import queue
 import secrets
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,6 +48,7 @@ import pytest
 from coretools.sandbox import landlock
 from coretools.sandbox.bwrap import bwrap_problem
 from http_harness import REPO, server_env, wait_for
+from raw_stdio import StdioServer, holders, kill_holders, marker
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -63,119 +60,7 @@ needs_bwrap = pytest.mark.skipif(sys.platform != "linux" or bwrap_problem() is n
 TIME_LIMIT = 3  # --shell-timeout of the shared Landlock and unsandboxed servers
 CALL_LIMIT = 5  # --call-timeout of the shared unsandboxed server
 needs_landlock = pytest.mark.skipif(sys.platform != "linux" or landlock.abi() < 1, reason="no Landlock here")
-
-
-class StdioServer:
-    """`coretools-mcp serve` over its own pipes, spoken to in newline-delimited JSON-RPC."""
-
-    def __init__(self, root: Path, *flags: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> None:
-        self.log = tempfile.TemporaryFile()
-        argv = [sys.executable, "-m", "coretools", "serve", "--root", str(root), "--structured-content", *flags]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     env=env or server_env(), cwd=str(cwd))  # fmt: skip
-        self.messages: queue.Queue[dict | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.next_id = 0
-        self.answers: dict[int, dict] = {}
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "redteam", "version": "0"}}
-        self._init = self.request("initialize", init)
-
-    def ready(self) -> StdioServer:
-        try:
-            self.answer(self._init)
-        except (RuntimeError, queue.Empty) as exc:
-            pytest.fail(f"the server did not start: {exc}")
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return self
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.messages.put(json.loads(line))
-            except ValueError:
-                continue
-        self.messages.put(None)
-
-    def stderr(self) -> str:
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
-
-    def send(self, message: dict) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict) -> int:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        return self.next_id
-
-    def answer(self, request_id: int, timeout: float = 60.0) -> dict:
-        """The result of a request; queue.Empty if none came within `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        while request_id not in self.answers:
-            message = self.messages.get(timeout=max(deadline - time.monotonic(), 0.01))
-            if message is None:
-                raise RuntimeError(f"the server closed its output; its stderr:\n{self.stderr()}")
-            if "id" in message:
-                self.answers[message["id"]] = message
-        message = self.answers.pop(request_id)
-        if "error" in message:
-            raise RuntimeError(f"request {request_id}: {message['error']}")
-        return message["result"]
-
-    def start_call(self, name: str, arguments: dict) -> int:
-        return self.request("tools/call", {"name": name, "arguments": arguments})
-
-    def shell(self, command: str, **extra: object) -> dict:
-        result = self.answer(self.start_call("run_shell_command", {"command": command, **extra}))
-        assert "structuredContent" in result, result
-        return result["structuredContent"]
-
-    def end(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                pipe.close()
-        self.log.close()
-
-
-def marker() -> str:
-    return f"4343.{secrets.randbelow(10**9):09d}"
-
-
-def holders(mark: str) -> list[int]:
-    """Processes with a live thread whose command line holds `mark` (each thread's own: a process whose
-    main thread has exited shows an empty command line and a zombie's state, while its other threads run)."""
-    needle = mark.encode()
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            tasks = os.listdir(f"/proc/{entry.name}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{entry.name}/task/{task}/cmdline", "rb") as fh:
-                    if needle in fh.read():
-                        found.append(int(entry.name))
-                        break
-            except OSError:
-                continue
-    return found
-
-
-def kill_holders(mark: str) -> None:
-    for pid in holders(mark):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+MARK = "4343"  # the markers' prefix: `sleep 4343.<digits>`
 
 
 @pytest.fixture(scope="module")
@@ -273,16 +158,17 @@ def test_a_secret_file_link_does_not_stop_later_commands(bwrap_server: StdioServ
 def test_many_secret_files_do_not_stop_later_commands(bwrap_server: StdioServer) -> None:
     """Each secret env file in the roots becomes three arguments of bwrap's command line (a mask). A
     command makes 4,000 empty `.env.N` files (30,000 stopped execve itself, `E2BIG`; 4,000 are past the
-    9,000 arguments bwrap takes), and every later command fails to start, in every session on these roots, until a human
+    9,000 arguments bwrap takes; the test makes them itself, as `seq 1 4000 | sed "s/^/.env./" | xargs
+    touch` would), and every later command fails to start, in every session on these roots, until a human
     deletes the files (the file tools cannot). Suggested fix: hand bwrap its arguments through a
     descriptor (`--args FD`), and bound the masks (past a number of secret files in one directory, mask
     the directory, or refuse to run with a message naming it)."""
     root = Path(bwrap_server.shell("pwd")["stdout"].strip())
     crowd = root / f"crowd-{secrets.token_hex(4)}"
     try:
-        planted = bwrap_server.shell(f'mkdir {crowd.name} && cd {crowd.name} && seq 1 4000 | sed "s/^/.env./" | '
-                                     "xargs touch && echo planted")  # fmt: skip
-        assert planted["stdout"].strip() == "planted", planted
+        crowd.mkdir()
+        for n in range(1, 4001):
+            (crowd / f".env.{n}").touch()
         s = bwrap_server.shell("echo still-running")
         assert s["stdout"].strip() == "still-running", s
     finally:
@@ -437,7 +323,7 @@ def test_disabling_its_reaper_does_not_free_a_process(mode: str, how: str, reque
     on any process but the caller (a non-zero pid argument); the reaper survives its own errors; an
     orphan that reaches the server (a subreaper) belongs to no live run and is killed at once."""
     server = shared_server(mode, request)
-    mark = marker()
+    mark = marker(MARK)
     try:
         s = server.shell(f"setsid sleep {mark} </dev/null >/dev/null 2>&1 & sleep 0.3; {DISABLE_REAPER[how]}; "
                          "echo done")  # fmt: skip
@@ -445,7 +331,7 @@ def test_disabling_its_reaper_does_not_free_a_process(mode: str, how: str, reque
         gone = wait_for(lambda: not holders(mark), timeout=2)
         assert gone, f"`sleep {mark}` outlived its call ({mode}) after `{DISABLE_REAPER[how]}`: {s}"
     finally:
-        kill_holders(mark)
+        kill_holders([mark])
 
 
 @needs_landlock
@@ -492,7 +378,7 @@ def test_a_process_whose_main_thread_exited_is_still_killed(mode: str, request: 
     if platform.machine() not in SYS_EXIT:
         pytest.skip("the exit system call's number is known for x86_64 and aarch64 only")
     server = shared_server(mode, request)
-    mark = marker()
+    mark = marker(MARK)
     root = Path(server.shell("pwd")["stdout"].strip())
     script = root / f"ghost-{mark}.py"
     script.write_text(GHOST.format(nr=SYS_EXIT[platform.machine()]))
@@ -502,7 +388,7 @@ def test_a_process_whose_main_thread_exited_is_still_killed(mode: str, request: 
         gone = wait_for(lambda: not holders(mark), timeout=2)
         assert gone, f"a process whose main thread exited outlived its call ({mode}): {s}"
     finally:
-        kill_holders(mark)
+        kill_holders([mark])
         script.unlink(missing_ok=True)
 
 
