@@ -40,6 +40,7 @@ class Tools:
     def __init__(self, root: Path) -> None:
         from coretools.cli import build_parser
         from coretools.sandbox.gateway import Workspace
+        from coretools.workspace.hints import HintedWorkspace
         from coretools.server.config import ServerConfig
         from coretools.server.toolset import ToolSet, tool_options
 
@@ -47,7 +48,7 @@ class Tools:
         roots = [Workspace.check_root(r, allow_broad=True) for r in ns.roots]
         self.config = ServerConfig.from_namespace(ns, roots=roots, tool_options=tool_options(ns))
         self.toolset = ToolSet(self.config)
-        self.ws = Workspace(self.config.roots, allow_protected=self.config.allow_protected)
+        self.ws = HintedWorkspace(self.config.roots, allow_protected=self.config.allow_protected)
 
     async def replace(self, path: Path, old: str, new: str):
         from coretools.tools.base import ToolContext

@@ -416,9 +416,10 @@ def cmd_call(args: argparse.Namespace) -> int:
 def _journal_workspace(args: argparse.Namespace):
     """(workspace, journal or None, canonical target or None) of `history`/`undo`; raises RootError or
     ToolError."""
-    from coretools.sandbox import journal
+    from coretools.workspace import journal
     from coretools.sandbox.gateway import Workspace
     from coretools.server.toolset import tool_options
+    from coretools.workspace.hints import HintedWorkspace
     from coretools.tools.textedit.edit_tool import EditOptions
 
     settings = tool_options(args)[EditOptions].journal_settings
@@ -427,7 +428,7 @@ def _journal_workspace(args: argparse.Namespace):
     if not roots:
         found = journal.Journal.holding(wanted, settings) if wanted else None
         roots = list(found.roots) if found else [os.getcwd()]
-    ws = Workspace(roots, allow_protected=args.allow_protected)
+    ws = HintedWorkspace(roots, allow_protected=args.allow_protected)
     target = ws.edit_key(ws.locate(wanted)) if wanted else None
     book = journal.Journal.find([r.path for r in ws.roots], target, settings)
     return ws, book, target
@@ -435,7 +436,7 @@ def _journal_workspace(args: argparse.Namespace):
 
 def _journal_command(args: argparse.Namespace, body) -> int:
     from coretools.errors import ToolError
-    from coretools.sandbox import journal
+    from coretools.workspace import journal
     from coretools.sandbox.paths import RootError
 
     if args.no_journal:
@@ -458,7 +459,7 @@ def _journal_command(args: argparse.Namespace, body) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from coretools.sandbox import journal
+    from coretools.workspace import journal
 
     def body(ws, book, target) -> int:
         entries = journal.history(book, target) if book is not None else []
@@ -476,7 +477,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_undo(args: argparse.Namespace) -> int:
     from coretools.errors import ErrorKind, ToolError
-    from coretools.sandbox import journal
+    from coretools.workspace import journal
     from coretools.tools.undo import describe
 
     def body(ws, book, target) -> int:
@@ -524,9 +525,9 @@ def _size(n: int) -> str:
 async def _call_workspace(config):  # noqa: ANN001, ANN202 - a ServerConfig; a Workspace
     """The workspace of `call`: the server's decision for a connection that offers no roots."""
     if config.roots:  # what `Workspaces(config).base` is; the server module (and the SDK) are not imported
-        from coretools.sandbox.gateway import Workspace
+        from coretools.workspace.hints import HintedWorkspace
 
-        return Workspace(config.roots, allow_protected=config.allow_protected)
+        return HintedWorkspace(config.roots, allow_protected=config.allow_protected)
     from coretools.server.app import Workspaces  # no --root: the current directory, checked as the server does
 
     return await Workspaces(config)._decide(_NoClient())

@@ -59,15 +59,15 @@ def make_tool(cls, roots: list[Path], *extra: str):  # noqa: ANN001 - a Tool sub
 async def call_tool(roots: Path | list[Path], name: str, args: dict, *extra: str):
     """Run one tool through ToolSet.call (same path as the server); returns a ToolResult."""
     from coretools.server.toolset import ToolSet
-    from coretools.sandbox.gateway import Workspace
     from coretools.tools.base import ToolContext
+    from coretools.workspace.hints import HintedWorkspace
 
     roots = roots if isinstance(roots, list) else [roots]
     config = make_config(roots, *extra)
     toolset = ToolSet(config)
     await toolset.start()
     try:
-        ws = Workspace(config.roots, allow_protected=config.allow_protected)
+        ws = HintedWorkspace(config.roots, allow_protected=config.allow_protected)
         try:
             return await toolset.call(name, args, ToolContext(workspace=ws))
         finally:

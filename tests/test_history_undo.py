@@ -133,15 +133,15 @@ def worker(env: dict, root: Path, name: str, count: int, size: int = 0, tag: str
 def journal_state(env: dict) -> tuple[list[dict], Path]:
     """The journal's live entries, checked: every segment whole up to at most one torn record at the end of
     the last, ids unique and increasing, every kept copy whole."""
-    from coretools.sandbox import durable
-    from coretools.sandbox import journal as jr
+    from coretools.workspace import records
+    from coretools.workspace import journal as jr
 
     [folder] = (Path(env["CORETOOLS_STATE_DIR"]) / "journal").iterdir()
     segments = sorted(folder.glob("*.seg"), key=lambda p: int(p.stem))
     for n, segment in enumerate(segments):
         with open(segment, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            ends = [stop for stop, _, _ in durable.scan_records(handle.fileno(), 0, size)]
+            ends = [stop for stop, _, _ in records.scan_records(handle.fileno(), 0, size)]
         if n < len(segments) - 1:
             assert ends and ends[-1] == size, segment  # only the last segment can end in a torn record
     book = jr.Journal(str(folder), (), jr.JournalSettings())
@@ -207,7 +207,7 @@ def test_kill_9_during_an_edit_leaves_a_usable_journal(root: Path, env: dict, el
 
 def wait_for_undo_entry(env: dict, proc: subprocess.Popen) -> None:
     """Until the undo has journaled itself (it writes the file next), or has finished."""
-    from coretools.sandbox import durable
+    from coretools.workspace import records
 
     folder = next((Path(env["CORETOOLS_STATE_DIR"]) / "journal").iterdir())
 
@@ -215,8 +215,8 @@ def wait_for_undo_entry(env: dict, proc: subprocess.Popen) -> None:
         for segment in folder.glob("*.seg"):
             with open(segment, "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
-                records = durable.scan_records(handle.fileno(), 0, size, check_last=False)
-                if any(b'"tool": "undo"' in header for _, header, _ in records):
+                found = records.scan_records(handle.fileno(), 0, size, check_last=False)
+                if any(b'"tool": "undo"' in header for _, header, _ in found):
                     return True
         return False
 

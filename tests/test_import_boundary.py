@@ -1,14 +1,15 @@
-"""The four layers, enforced on the source: every `import` of a coretools module, at any depth in a file,
+"""The layers, enforced on the source: every `import` of a coretools module, at any depth in a file,
 is checked against what its layer may import.
 
-    errors.py  imports nothing from the package
-    sandbox/   imports sandbox and errors
-    tools/     imports tools, sandbox and errors; a tool module never imports another tool module
-    server/    imports server, tools, sandbox and errors
-    client/    imports client only
-    cli.py     the top: nothing imports it (but `__main__`)
+    errors.py    imports nothing from the package
+    sandbox/     imports sandbox and errors
+    workspace/   imports workspace, sandbox and errors
+    tools/       imports tools, workspace, sandbox and errors; a tool module never imports another tool module
+    server/      imports server, tools, workspace, sandbox and errors
+    client/      imports client only
+    cli.py       the top: nothing imports it (but `__main__`)
 
-and no module is much over 600 lines. At run time, importing the bridge loads no module of the other
+and no module is over 1,000 lines. At run time, importing the bridge loads no module of the other
 layers and not google-genai.
 """
 
@@ -24,14 +25,15 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "coretools"
-MAX_LINES = 650
+MAX_LINES = 1_000
 ALLOWED = {
     "errors": set(),
     "sandbox": {"sandbox", "errors"},
-    "tools": {"tools", "sandbox", "errors"},
-    "server": {"server", "tools", "sandbox", "errors"},
+    "workspace": {"workspace", "sandbox", "errors"},
+    "tools": {"tools", "workspace", "sandbox", "errors"},
+    "server": {"server", "tools", "workspace", "sandbox", "errors"},
     "client": {"client"},
-    "cli": {"server", "tools", "sandbox", "errors", "client"},
+    "cli": {"server", "tools", "workspace", "sandbox", "errors", "client"},
     "__main__": {"cli"},
 }
 # `from coretools import __version__` names the package itself, which every layer may read.
@@ -117,12 +119,12 @@ def test_every_import_respects_the_layers() -> None:
 
 
 def test_every_layer_exists() -> None:
-    for name in ("sandbox", "tools", "server", "client"):
+    for name in ("sandbox", "workspace", "tools", "server", "client"):
         assert (PACKAGE / name / "__init__.py").is_file(), name
     assert (PACKAGE / "errors.py").is_file() and (PACKAGE / "cli.py").is_file()
 
 
-def test_no_module_is_much_over_600_lines() -> None:
+def test_no_module_is_over_1000_lines() -> None:
     long = {str(p.relative_to(PACKAGE.parent)): n for p in sources() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
 
@@ -135,6 +137,8 @@ def test_no_module_is_much_over_600_lines() -> None:
         ("tools/x.py", "from ..server import app\n", "tools may not import server"),
         ("tools/x.py", "import coretools.client\n", "tools may not import client"),
         ("errors.py", "from coretools.sandbox import paths\n", "errors may not import sandbox"),
+        ("sandbox/x.py", "from coretools.workspace import journal\n", "sandbox may not import workspace"),
+        ("workspace/x.py", "from coretools.tools import base\n", "workspace may not import tools"),
         ("client/x.py", "from coretools.errors import ToolError\n", "client may not import errors"),
         ("server/x.py", "from coretools import cli\n", "nothing imports the CLI"),
         ("tools/read_file.py", "from coretools.tools import glob\n", "another tool module"),
@@ -159,7 +163,7 @@ import json, sys
 import coretools.client
 import coretools.client.cli
 import coretools.client.loop
-loaded = sorted(m for m in sys.modules if m.startswith(("coretools.server", "coretools.tools", "coretools.sandbox", "coretools.errors", "google.genai")))
+loaded = sorted(m for m in sys.modules if m.startswith(("coretools.server", "coretools.tools", "coretools.sandbox", "coretools.workspace", "coretools.errors", "google.genai")))
 print(json.dumps(loaded))
 """
 

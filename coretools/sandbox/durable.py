@@ -16,8 +16,9 @@ file of an atomic replacement is claimed the same way (`claim_temp`): a locked n
 names it and its inode, so `recover` removes the temporary files of killed writers, and only those.
 Meanwhile no listing shows one (`is_temp_name`).
 
-Also here: the append-only record files the edit journal keeps its segments in, and `fsync_together`, which
-lets the journal's sync and the edit's own fsync share a file-system commit.
+Also here: `fsync_together`, which lets the edit journal's sync and the edit's own fsync share a file-system
+commit, and `DeferredSync`, the journal's sync run once by whichever thread asks first. The journal's record
+format is `coretools.workspace.records`.
 """
 
 from __future__ import annotations
@@ -31,12 +32,10 @@ import os
 import re
 import secrets
 import stat
-import struct
 import sys
 import threading
 import time
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -146,7 +145,7 @@ class Record:
         """Put the saved bytes back into the file open at `fd` (a write failed half way), then drop the
         record; if even that fails, the record stays for the next start and the lock goes with `fd`."""
         try:
-            _, _, old = _read_all(self.fd, 0).partition(b"\n")
+            _, _, old = read_all(self.fd, 0).partition(b"\n")
             write_in_place(fd, old)
         except OSError:
             os.close(self.fd)
@@ -161,10 +160,10 @@ def save_old(target: str, fd: int, st: os.stat_result) -> Record:
     rec = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(rec, fcntl.LOCK_EX)
-        old = _read_all(fd, st.st_size)
+        old = read_all(fd, st.st_size)
         header = {"path": target, "dev": st.st_dev, "ino": st.st_ino, "size": len(old)}
-        _write_all(rec, json.dumps(header).encode() + b"\n")
-        _write_all(rec, old)
+        write_all(rec, json.dumps(header).encode() + b"\n")
+        write_all(rec, old)
         os.fsync(rec)
         _fsync_path(folder)
     except BaseException:
@@ -177,7 +176,7 @@ def save_old(target: str, fd: int, st: os.stat_result) -> Record:
 def write_in_place(fd: int, data: bytes) -> None:
     """Overwrite the file open for writing at `fd` with `data`, drop any tail, and fsync."""
     os.lseek(fd, 0, os.SEEK_SET)
-    _write_all(fd, data)
+    write_all(fd, data)
     os.ftruncate(fd, len(data))
     os.fsync(fd)
 
@@ -226,7 +225,7 @@ def claim_temp(path: str, st: os.stat_result) -> Claim | None:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        _write_all(fd, json.dumps({"path": path, "dev": st.st_dev, "ino": st.st_ino}).encode("utf-8", "surrogateescape"))
+        write_all(fd, json.dumps({"path": path, "dev": st.st_dev, "ino": st.st_ino}).encode("utf-8", "surrogateescape"))
     except OSError:
         Claim(fd, note).drop()
         return None
@@ -257,7 +256,7 @@ def sweep_temps() -> list[str]:
             continue  # a live writer's
         claim = Claim(fd, note)
         try:
-            raw = _read_all(fd, 4096, 0, 1 << 16)
+            raw = read_all(fd, 4096, 0, 1 << 16)
             if not raw and os.fstat(fd).st_mtime > time.time() - UNWRITTEN_CLAIM_AGE:
                 os.close(fd)  # just created, its writer about to lock it
                 continue
@@ -349,7 +348,7 @@ def recover() -> list[str]:
 
 
 def _apply(rec: int, path: str) -> str | None:
-    data = _read_all(rec, os.fstat(rec).st_size)
+    data = read_all(rec, os.fstat(rec).st_size)
     head, newline, old = data.partition(b"\n")
     try:
         header = json.loads(head) if newline else None
@@ -377,91 +376,6 @@ def _apply(rec: int, path: str) -> str | None:
 
 # -- append-only record files ------------------------------------------------------------------------------
 #
-# A record is a fixed prefix (magic, header length, blob length, the blob's CRC-32, then a CRC-32 of those
-# fields and the header), a header and a blob. Appending one and fsyncing the file makes it durable in one
-# barrier; a record cut short or garbled by a crash fails its lengths or checksums and ends the scan there.
-
-RECORD_MAGIC = b"CTR1"
-_PREFIX = struct.Struct(">4sIQII")
-MAX_RECORD_HEADER = 1 << 20
-
-
-@dataclass(frozen=True)
-class Blob:
-    """Where a record's blob lies in its file, and its CRC-32."""
-
-    offset: int
-    length: int
-    crc: int
-
-
-def pack_prefix(header: bytes, blob: bytes, crc: int | None = None) -> bytes:
-    """The prefix and header of a record carrying `blob` (written after them; `crc` is its CRC-32)."""
-    crc = zlib.crc32(blob) if crc is None else crc
-    return _PREFIX.pack(RECORD_MAGIC, len(header), len(blob), crc, _header_crc(len(header), len(blob), crc, header)) + header
-
-
-def _header_crc(hlen: int, blen: int, bcrc: int, header: bytes) -> int:
-    return zlib.crc32(header, zlib.crc32(struct.pack(">IQI", hlen, blen, bcrc)))
-
-
-def scan_records(fd: int, start: int, end: int, *, check_last: bool = True) -> Iterator[tuple[int, bytes, Blob]]:
-    """`(next offset, header, blob)` of each whole record from `start` up to `end`, stopping at the first
-    that is cut short or fails its header checksum. The last record's blob is checked as well (unless not
-    `check_last`): it is the only one a crash can have left half written, every earlier one was fsynced
-    before the next began."""
-    offset = start
-    while offset + _PREFIX.size <= end:
-        head = os.pread(fd, _PREFIX.size + 4096, offset)
-        if len(head) < _PREFIX.size:
-            return
-        magic, hlen, blen, bcrc, hcrc = _PREFIX.unpack_from(head)
-        stop = offset + _PREFIX.size + hlen + blen
-        if magic != RECORD_MAGIC or hlen > MAX_RECORD_HEADER or stop > end:
-            return
-        header = head[_PREFIX.size : _PREFIX.size + hlen]
-        if len(header) < hlen:
-            header += os.pread(fd, hlen - len(header), offset + _PREFIX.size + len(header))
-        blob = Blob(offset + _PREFIX.size + hlen, blen, bcrc)
-        if _header_crc(hlen, blen, bcrc, header) != hcrc or (check_last and stop == end and not blob_intact(fd, blob)):
-            return
-        yield stop, header, blob
-        offset = stop
-
-
-def read_blob(fd: int, blob: Blob) -> bytes | None:
-    """The blob's bytes, or None when they do not match its length and checksum."""
-    data = _read_all(fd, blob.length, blob.offset, blob.length)
-    return data if len(data) == blob.length and zlib.crc32(data) == blob.crc else None
-
-
-def blob_intact(fd: int, blob: Blob) -> bool:
-    crc, offset, left = 0, blob.offset, blob.length
-    while left:
-        chunk = os.pread(fd, min(left, 1 << 20), offset)
-        if not chunk:
-            return False
-        crc, offset, left = zlib.crc32(chunk, crc), offset + len(chunk), left - len(chunk)
-    return crc == blob.crc
-
-
-def append_record(fd: int, start: int, header: bytes, blob: bytes, *, sync: bool = True) -> tuple[int, Blob]:
-    """Append one record at `start`, the end of the file open with O_APPEND at `fd`, and (if `sync`) make
-    it durable; returns the offset after it and where its blob lies. fdatasync is enough: it writes the
-    data and the new size, all that a later read needs (a new file's name is the caller's to sync)."""
-    crc = zlib.crc32(blob)
-    prefix = pack_prefix(header, blob, crc)
-    written = os.writev(fd, [prefix, blob]) if blob else 0
-    if written < len(prefix):
-        _write_all(fd, prefix[written:])
-        written = len(prefix)
-    if written < len(prefix) + len(blob):
-        _write_all(fd, memoryview(blob)[written - len(prefix):])
-    if sync:
-        os.fdatasync(fd)
-    return start + len(prefix) + len(blob), Blob(start + len(prefix), len(blob), crc)
-
-
 class DeferredSync:
     """The fdatasync of a file open at `fd` (then an fsync of `folder` if given, then `then`), run once by
     whichever thread asks first; later calls wait for it, and the descriptor is closed after. A sync that
@@ -494,7 +408,7 @@ def write_private(path: str, data: bytes) -> None:
     tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        _write_all(fd, data)
+        write_all(fd, data)
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -560,7 +474,8 @@ def fsync_together(fd: int, other: Callable[[], None] | None) -> None:
         pending.result()
 
 
-def _read_all(fd: int, size_hint: int, start: int = 0, limit: int | None = None) -> bytes:
+def read_all(fd: int, size_hint: int, start: int = 0, limit: int | None = None) -> bytes:
+    """The bytes of `fd` from `start` to its end (or `limit` bytes), read in chunks of about `size_hint`."""
     chunks = []
     offset = 0
     while limit is None or offset < limit:
@@ -573,7 +488,8 @@ def _read_all(fd: int, size_hint: int, start: int = 0, limit: int | None = None)
     return b"".join(chunks)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd`, however many short writes that takes."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

@@ -29,7 +29,7 @@ from coretools.errors import (
     ProtectedPath,
     ToolError,
 )
-from coretools.sandbox import durable, hints, kernel, scratch
+from coretools.sandbox import durable, kernel, scratch
 from coretools.sandbox.ignore import (
     GEMINIIGNORE,
     GIT_INFO_EXCLUDE,
@@ -139,7 +139,7 @@ class Workspace(Writes):
         kept = [k for k in dict.fromkeys(kept) if os.path.isdir(k)]
         if not kept:
             return None
-        narrowed = Workspace(kept, allow_protected=self.allow_protected)
+        narrowed = type(self)(kept, allow_protected=self.allow_protected)
         # The strings above were checked before the new roots were opened; check the opened descriptors
         # too, so a client root swapped for a symlink to elsewhere in between cannot widen the workspace
         # or land inside a protected path.
@@ -267,7 +267,7 @@ class Workspace(Writes):
         except kernel.EscapeError:
             raise OutsideWorkspace(loc.shown, self.root_list()) from None
         except OSError as exc:
-            raise hints.attach(self, loc, self._os_error(exc, loc.shown)) from None
+            raise self.missing(loc, self._os_error(exc, loc.shown)) from None
 
     def _os_error(self, exc: OSError, shown: str) -> ToolError:
         code = exc.errno
@@ -353,17 +353,21 @@ class Workspace(Writes):
             try:
                 fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, flags)
             except OSError as exc:
-                raise hints.attach(self, loc, self._os_error(exc, loc.shown)) from None
+                raise self.missing(loc, self._os_error(exc, loc.shown)) from None
             if fd is not None:  # no symlink on the way: the path as given is the real one
                 return self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True)
         fd, root = self._open(loc, flags, follow=follow)
         return self._node(fd, root, loc.rel, exempt=exempt)
 
+    def missing(self, loc: Location, error: ToolError) -> ToolError:
+        """The error to raise when opening `loc` failed with `error`: `error` itself. The workspace layer's
+        `HintedWorkspace` overrides this to name, in a not-found error, the paths the caller likely meant."""
+        return error
+
     def path_hint(self, loc: Location) -> str:
         """For a tool's own not-found message: a line starting with a newline that names the paths `loc`
-        likely meant (see `hints`), or ''."""
-        text = hints.hint_text(self, loc)
-        return f"\n{text}" if text else ""
+        likely meant, or '' (always '' here; see `missing`)."""
+        return ""
 
     def exists(self, loc: Location) -> bool:
         try:

@@ -30,9 +30,10 @@ from coretools.server.limits import CallLimiter
 from coretools.server.resources import Resources, memory_path
 from coretools.server.toolset import ToolSet
 from coretools.sandbox.gateway import Workspace
+from coretools.workspace.hints import HintedWorkspace
 from coretools.sandbox.paths import RootError, protected_reason
 from coretools.sandbox.session import PROCESS, SessionScope
-from coretools.sandbox.views import FileViews
+from coretools.workspace.views import FileViews
 from coretools.tools.base import Elicitation, ToolContext, ToolResult
 
 logger = logging.getLogger("coretools")
@@ -86,7 +87,7 @@ class Workspaces:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.base = Workspace(config.roots, allow_protected=config.allow_protected) if config.roots else None
+        self.base = HintedWorkspace(config.roots, allow_protected=config.allow_protected) if config.roots else None
         self._by_connection: weakref.WeakKeyDictionary[Any, Workspace] = weakref.WeakKeyDictionary()
         self._fallback: Workspace | None = None
 
@@ -143,7 +144,7 @@ class Workspaces:
                     continue
                 usable.append(checked)
             if usable:
-                return Workspace(usable, allow_protected=self.config.allow_protected)
+                return HintedWorkspace(usable, allow_protected=self.config.allow_protected)
             raise ToolError(
                 f"No workspace: the server was started without --root and none of the client's roots "
                 f"({', '.join(client_roots)}) can serve as one (the server log says why). Offer a project "
@@ -159,7 +160,7 @@ class Workspaces:
                     f"current directory cannot serve as one ({exc}). Restart coretools with --root /path/to/project.",
                     ErrorKind.PATH_NOT_IN_WORKSPACE,
                 ) from None
-            self._fallback = Workspace([cwd], allow_protected=self.config.allow_protected)
+            self._fallback = HintedWorkspace([cwd], allow_protected=self.config.allow_protected)
         return self._fallback
 
 

@@ -48,7 +48,7 @@ from coretools.sandbox import memory_file
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.paths import DirEntry, within
-from coretools.sandbox.walk_from import Position, walk_after
+from coretools.workspace.walk_from import Position, walk_after
 from coretools.tools.filetypes import SNIFF_BYTES, classify
 
 logger = logging.getLogger("coretools")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.session import PROCESS, SessionScope
-from coretools.sandbox.views import FileViews
+from coretools.workspace.views import FileViews
 
 if TYPE_CHECKING:
     import mcp_types as types

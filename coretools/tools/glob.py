@@ -16,7 +16,7 @@ import anyio
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, check_rg_argument
 from coretools.sandbox.ignore import IgnoreOptions
-from coretools.sandbox.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_by, ignored_chain, include_hint
+from coretools.workspace.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_by, ignored_chain, include_hint
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkBounds, WalkReport
 from coretools.tools.budget import lines_that_fit

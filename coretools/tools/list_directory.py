@@ -12,7 +12,7 @@ import anyio.from_thread
 
 from coretools.errors import ErrorKind, ProtectedPath, ToolError
 from coretools.sandbox.ignore import IgnoreOptions
-from coretools.sandbox.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_chain, include_hint
+from coretools.workspace.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_chain, include_hint
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import DirEntry, Location, protected_name
 from coretools.tools.budget import lines_that_fit

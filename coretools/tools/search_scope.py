@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.ignore_reason import ignored_by
+from coretools.workspace.ignore_reason import ignored_by
 from coretools.sandbox.paths import Location
 from coretools.tools.base import ToolContext
 from coretools.tools.search_results import SEARCH_OPTIONS, Target

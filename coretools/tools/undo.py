@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox import journal
+from coretools.workspace import journal
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location
 from coretools.tools.base import Tool, ToolContext, ToolResult

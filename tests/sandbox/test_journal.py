@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox import durable
-from coretools.sandbox import journal as jr
+from coretools.sandbox import settings as env_settings
+from coretools.workspace import records
+from coretools.workspace import journal as jr
 from coretools.sandbox.gateway import Workspace
 
 
@@ -162,7 +163,7 @@ def test_a_torn_last_record_is_skipped_and_cut_by_the_next_writer(root: Path, st
         segment = Path(j.folder) / "1.seg"
         whole = segment.read_bytes()
         header = b'{"id": 2, "time": 1, "tool": "t", "path": "x"}'
-        torn = durable.pack_prefix(header, b"content") + b"cont"  # killed in the middle of the blob
+        torn = records.pack_prefix(header, b"content") + b"cont"  # killed in the middle of the blob
         with open(segment, "ab") as handle:
             handle.write(torn)
         assert [e.id for e in j.entries()] == [1]
@@ -209,7 +210,7 @@ def test_no_journal_when_a_root_contains_the_state_directory(tmp_path: Path, mon
 def test_disabled_journal_writes_nothing(root: Path, state: Path) -> None:
     with _ws(root) as ws:
         edit(ws, root / "a", b"1", jr.JournalSettings(enabled=False))
-    assert not os.path.exists(os.path.join(durable.state_dir(), "journal"))
+    assert not os.path.exists(os.path.join(env_settings.state_dir(), "journal"))
 
 
 def test_each_workspace_has_its_own_journal_and_a_narrowed_one_is_found(root: Path, state: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from coretools.sandbox import hints
-from coretools.sandbox.gateway import Workspace
+from coretools.workspace import hints
+from coretools.workspace.hints import HintedWorkspace
 from tests.conftest import call_tool
 from tests.readside import error_text
 
@@ -244,7 +244,7 @@ def test_a_huge_directory_is_read_boundedly(tmp_path: Path) -> None:
                 read_entries += 1
                 yield entry
 
-    ws = Workspace([str(big)])
+    ws = HintedWorkspace([str(big)])
     hints._scandir = Counting
     try:
         started = time.perf_counter()
@@ -264,7 +264,7 @@ def test_the_hint_costs_nothing_until_the_message_is_read(tree: Path) -> None:
     def refuse(fd: int):
         raise AssertionError("listed a directory")
 
-    ws = Workspace([str(tree)])
+    ws = HintedWorkspace([str(tree)])
     real_scandir, hints._scandir = hints._scandir, refuse
     try:
         assert not ws.exists(ws.locate("src/mian.py"))

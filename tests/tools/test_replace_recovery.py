@@ -24,13 +24,13 @@ class Runner:
         self.root = root
 
     async def __aenter__(self) -> Runner:  # noqa: PYI034
-        from coretools.sandbox.gateway import Workspace
+        from coretools.workspace.hints import HintedWorkspace
         from coretools.server.toolset import ToolSet
 
         config = make_config([self.root])
         self.toolset = ToolSet(config)
         await self.toolset.start()
-        self.ws = Workspace(config.roots, allow_protected=config.allow_protected)
+        self.ws = HintedWorkspace(config.roots, allow_protected=config.allow_protected)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

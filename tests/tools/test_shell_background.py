@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from coretools.sandbox.background import BackgroundJobs, Limits
+from coretools.workspace.background import BackgroundJobs, Limits
 from coretools.sandbox.bwrap import bwrap_problem
 from coretools.sandbox.process_groups import is_alive
 from coretools.sandbox.runner import Runner, RunSpec

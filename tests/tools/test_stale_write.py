@@ -203,7 +203,7 @@ async def test_stateless_http_has_no_guard(tmp_path: Path) -> None:
 
 
 def test_the_record_is_bounded_and_expires(tmp_path: Path) -> None:
-    from coretools.sandbox.views import FileViews
+    from coretools.workspace.views import FileViews
 
     views = FileViews(max_files=3, max_age=60.0)
     st = (tmp_path).stat()

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import anyio
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox import journal
+from coretools.workspace import journal
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.locks import EditLock
 from coretools.sandbox.paths import Location, WriteOutcome
-from coretools.sandbox.views import FileViews
+from coretools.workspace.views import FileViews
 from coretools.sandbox.writes import Written
 from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
 from coretools.tools.textedit import freshness

@@ -1,7 +1,7 @@
 """The stale-write guard of an edit: when the edit reads the file, it must be as the session last saw it;
 after writing, the session has seen what was written (its own consecutive edits never make a file stale).
 
-Both steps run under the file's edit lock, in a worker thread. See `coretools.sandbox.views`.
+Both steps run under the file's edit lock, in a worker thread. See `coretools.workspace.views`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from coretools.errors import ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, Node, WriteOutcome
-from coretools.sandbox.views import FileViews
+from coretools.workspace.views import FileViews
 
 
 def check(views: FileViews, node: Node, read: Callable[[], bytes]) -> bytes | None:

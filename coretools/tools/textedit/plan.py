@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.journal import JournalSettings
+from coretools.workspace.journal import JournalSettings
 from coretools.sandbox.paths import Location
-from coretools.sandbox.views import FileViews
+from coretools.workspace.views import FileViews
 from coretools.tools.textedit import freshness
 from coretools.tools.textedit.diff import Span
 

@@ -23,6 +23,9 @@ within about `DEADLINE` seconds.
 
 The hint is computed when the message is first read. The gateway raises not-found errors for probes that
 callers swallow (`exists`, a write that creates a file), and those never pay for it.
+
+The gateway knows nothing of hints: `HintedWorkspace`, the workspace the server and the CLI give the tools,
+is the gateway with its `missing` and `path_hint` hooks filled in from here.
 """
 
 from __future__ import annotations
@@ -34,14 +37,11 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING
 
 from coretools.errors import ErrorKind, PathError, ToolError
+from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.ignore import IgnoreOptions, IgnoreRules
 from coretools.sandbox.paths import Location, protected_name, protected_reason, strip_prefix
-
-if TYPE_CHECKING:
-    from coretools.sandbox.gateway import Workspace
 
 MAX_ENTRIES = 2_000
 MAX_LISTINGS = 8
@@ -96,6 +96,17 @@ def attach(ws: Workspace, loc: Location, error: ToolError) -> ToolError:
     if type(error) is not PathError or error.kind != ErrorKind.FILE_NOT_FOUND:
         return error
     return MissingPath(error.message, lambda: hint_text(ws, loc))
+
+
+class HintedWorkspace(Workspace):
+    """The gateway whose not-found errors, and tools' own not-found messages, name the likely paths."""
+
+    def missing(self, loc: Location, error: ToolError) -> ToolError:
+        return attach(self, loc, error)
+
+    def path_hint(self, loc: Location) -> str:
+        text = hint_text(self, loc)
+        return f"\n{text}" if text else ""
 
 
 def hint_text(ws: Workspace, loc: Location) -> str:

@@ -2,7 +2,7 @@
 
 One journal per workspace (its set of real root paths), in the user's state directory, never under a root:
 `state_dir()/journal/<key>/` (0700) holds `meta.json` (the roots), `lock` (flock target) and numbered
-segments `<n>.seg`, append-only files of checksummed records (`durable.append_record`): per edit one record
+segments `<n>.seg`, append-only files of checksummed records (`records.append_record`): per edit one record
 whose header is the entry (JSON, with the floor below which entries are evicted) and whose blob is the bytes
 the edit replaced. Every file is 0600.
 
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import durable
 from coretools.sandbox.paths import Location, WriteOutcome, within
+from coretools.workspace import records
 
 if TYPE_CHECKING:
     from coretools.sandbox.gateway import Workspace
@@ -172,7 +173,7 @@ class _State:
         self.segments: dict[int, _Segment] = {}  # by number, ascending
         self.entries: dict[int, Entry] = {}  # at or above the floor, voided ones included
         self.voided: set[int] = set()
-        self.blobs: dict[int, tuple[int, durable.Blob]] = {}  # entry id -> (segment number, its blob)
+        self.blobs: dict[int, tuple[int, records.Blob]] = {}  # entry id -> (segment number, its blob)
         self.floor = 0  # entries below it were evicted
         self.top = 0  # the highest id ever recorded
         self.count = 0  # live entries
@@ -184,7 +185,7 @@ class _State:
     def live(self) -> list[Entry]:
         return [self.entries[i] for i in sorted(self.entries) if i >= self.floor and i not in self.voided]
 
-    def apply(self, segment: _Segment, header: bytes, blob: durable.Blob, record: object = None) -> None:
+    def apply(self, segment: _Segment, header: bytes, blob: records.Blob, record: object = None) -> None:
         """Take in one whole record of `segment` (`record`: its header, parsed, when the caller has it)."""
         segment.records += 1
         if record is None:
@@ -359,7 +360,7 @@ class Journal:
             return
         try:
             size = os.fstat(fd).st_size
-            for stop, header, blob in durable.scan_records(fd, segment.end, size):
+            for stop, header, blob in records.scan_records(fd, segment.end, size):
                 state.apply(segment, header, blob)
                 segment.end = stop
         finally:
@@ -375,7 +376,7 @@ class Journal:
         number, blob = view.blobs[entry.id]
         fd = os.open(self._segment(number), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            data = durable.read_blob(fd, blob)
+            data = records.read_blob(fd, blob)
         finally:
             os.close(fd)
         if data is None or len(data) != entry.before_size or digest(data) != entry.before_sha:
@@ -433,7 +434,7 @@ class Journal:
         try:
             if not roll and os.fstat(fd).st_size != segment.end:
                 os.ftruncate(fd, segment.end)  # a record torn by a writer that died (or failed) mid-append
-            stop, where = durable.append_record(fd, segment.end, header, blob, sync=False)
+            stop, where = records.append_record(fd, segment.end, header, blob, sync=False)
         except BaseException:
             os.close(fd)
             raise
