@@ -37,15 +37,23 @@ def _files(directory: Path, count: int, *, old: bool) -> None:
             os.utime(path, ns=(0, os.stat(path).st_mtime_ns + n))
 
 
+@pytest.fixture(scope="module", params=[True, False], ids=["old", "recent"])
+def crowded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A root of 1,240 files, older than a day or recent, made once for every engine and pattern (glob
+    only reads it)."""
+    root = tmp_path_factory.mktemp("crowded") / "root"
+    _files(root / "wide", 1200, old=request.param)
+    _files(root / "other" / "deeper", 40, old=request.param)
+    return root
+
+
 @pytest.mark.parametrize("pattern", ["wide/*", "**/*.txt", "wide/f01*"])
-@pytest.mark.parametrize("old", [True, False], ids=["old", "recent"])
 async def test_glob_counts_every_match_and_shows_the_first(
-    root: Path, engine: str, pattern: str, old: bool, monkeypatch: pytest.MonkeyPatch
+    crowded: Path, engine: str, pattern: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """1,200 matches, 4 times what the walk may hold: the total is 1,200 (main said 300), and the files shown
     are those an unbounded walk shows first (newest first, or by path for files older than a day)."""
-    _files(root / "wide", 1200, old=old)
-    _files(root / "other" / "deeper", 40, old=old)
+    root = crowded
     whole = await call_tool(root, "glob", {"pattern": pattern})
     monkeypatch.setattr(walk, "WalkBounds", functools.partial(WalkBounds, max_entries=HELD))
     bounded = await call_tool(root, "glob", {"pattern": pattern})
@@ -142,7 +150,7 @@ def test_a_paged_walk_keeps_only_what_a_page_can_take(root: Path) -> None:
 
     from coretools.sandbox.gateway import Workspace
     from coretools.sandbox.ignore import IgnoreOptions
-    from coretools.workspace.walk_from import walk_after
+    from coretools.sandbox.walk_from import walk_after
 
     for n in range(300):
         (root / f"f{(n * 7) % 300:03d}.txt").write_text("x")
