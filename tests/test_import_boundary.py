@@ -79,7 +79,7 @@ def imported(source: str, module: str, *, is_package: bool = False) -> list[tupl
 def tool_modules() -> set[str]:
     """Modules that define a published tool (`TOOL = ...` or `provide(...)`)."""
     names = set()
-    for path in (PACKAGE / "tools").glob("*.py"):
+    for path in (PACKAGE / "tools").rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in tree.body:
             if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TOOL" for t in node.targets):

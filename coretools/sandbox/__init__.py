@@ -3,7 +3,7 @@
 * containment: `paths` (what a path argument may name), `kernel` (resolution beneath a root descriptor),
   `gateway` (the workspace: roots, opening, listing), `writes`, `durable`, `locks`, `nofollow` (paths
   another program reported), `memory_file`;
-* the walker: `walk` (with `glob_run`, glob's fast path on `rg --files`);
+* the walker: `walk` (with glob's fast path on `rg --files`);
 * patterns: `patterns` (one parser, a module per dialect) and its two back-ends, `matcher` (in-process)
   and `rgglobs` (ripgrep arguments); `ignore` (the ignore engine), `casefold`;
 * programs: `runner` (the one process runner), `process_groups`, `process_settings`, `hardened_env`,

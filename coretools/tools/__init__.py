@@ -15,7 +15,7 @@ TOOL_MODULES = (
     "write_file",
     "replace",
     "read_many_files",
-    "search_file_content",
+    "search",
     "glob",
     "list_directory",
     "run_shell_command",

@@ -191,7 +191,7 @@ NAME = "regex-" + "d" * 194  # rg's error names the path: no word in it is taken
 async def test_a_search_stops_after_a_few_files_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past a few files that fail alone, the pattern is more likely the cause than the files, and each costs a
     run of its own: the search stops and says so (in process, with the bounds lowered to keep the files small)."""
-    from coretools.tools import search_engines
+    from coretools.tools.search import engines as search_engines
     from support import call_tool
 
     monkeypatch.setattr(ripgrep, "RG_DATA_LIMIT", 32 << 20)
@@ -210,7 +210,7 @@ async def test_a_search_stops_after_a_few_files_left_out(tmp_path: Path, monkeyp
 async def test_the_python_engine_leaves_out_a_file_too_large_to_hold_and_names_it(tmp_path: Path) -> None:
     """The fallback engine holds a file whole, decoded and split into lines, several times its size: a file
     past its bound (here one line, as a 300 MB one would be) is left out and named, the rest searched."""
-    from coretools.tools.search_engines import PYTHON_MAX_FILE
+    from coretools.tools.search.engines import PYTHON_MAX_FILE
 
     root = good_tree(tmp_path)
     (root / "data.min.js").write_bytes(b"x" * PYTHON_MAX_FILE + b" hello\n")

@@ -150,7 +150,7 @@ def test_a_paged_walk_keeps_only_what_a_page_can_take(root: Path) -> None:
 
     from coretools.sandbox.gateway import Workspace
     from coretools.sandbox.ignore import IgnoreOptions
-    from coretools.sandbox.walk_from import walk_after
+    from coretools.workspace.walk_from import walk_after
 
     for n in range(300):
         (root / f"f{(n * 7) % 300:03d}.txt").write_text("x")

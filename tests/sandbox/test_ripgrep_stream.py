@@ -7,7 +7,7 @@ import fcntl
 import os
 import sys
 
-from coretools.sandbox.rg_records import RecordReader
+from coretools.sandbox.ripgrep import RecordReader
 from coretools.sandbox.runner import Runner, RunSpec, _widen_pipe
 
 F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)

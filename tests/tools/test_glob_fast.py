@@ -143,7 +143,7 @@ def test_a_run_that_did_not_list_every_gitignore_reads_them_from_the_disk(root: 
     counts (read from the disk), where after a complete run only the listed ones are read."""
     from coretools.sandbox.ignore import IgnoreOptions
     from coretools.sandbox.gateway import Workspace
-    from coretools.sandbox.glob_run import GlobRun
+    from coretools.sandbox.walk import GlobRun
     from coretools.sandbox.rgglobs import name_filter
     from coretools.sandbox.walk import _StatSink
 

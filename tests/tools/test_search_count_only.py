@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from coretools.sandbox import rg_records, ripgrep
-from coretools.tools import search_engines
+from coretools.sandbox import ripgrep
+from coretools.tools.search import engines as search_engines
 from tests.conftest import call_tool, text_of
 from tests.readside import fake_rg, write_files
 
@@ -77,7 +77,7 @@ QUERIES = [
 
 def general_path_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file through `Reported`, in rg's own order: as before files were only counted."""
-    monkeypatch.setattr(rg_records.RecordReader, "next_is", lambda self, prefix: False)
+    monkeypatch.setattr(ripgrep.RecordReader, "next_is", lambda self, prefix: False)
     monkeypatch.setattr(search_engines, "_SORTED", ())
 
 
@@ -167,7 +167,7 @@ async def test_a_file_read_through_a_link_is_not_counted(root: Path, monkeypatch
 def test_confirms_reads_as_the_gateway_copy_does(tmp_path: Path, head: bytes) -> None:
     """`confirms` (a counted file's first match) agrees with `GatewayCopy.confirm` whatever the claim: at
     the start, near `SMALL`, past it, past the end, cut for length, right or wrong."""
-    from coretools.tools.search_reported import GatewayCopy, RgMatch, confirms
+    from coretools.tools.search.reported import GatewayCopy, RgMatch, confirms
 
     body = b"".join(b"line %d alpha\n" % n for n in range(1200))  # about 16 KB
     path = tmp_path / "f.txt"
@@ -191,7 +191,7 @@ def test_confirms_reads_as_the_gateway_copy_does(tmp_path: Path, head: bytes) ->
 def test_many_fields_reads_each_record_as_match_fields_does() -> None:
     """Deferred records read in one pass: the same fields as one at a time, whatever their layout (escapes,
     `bytes` text, a record in another order, a broken one)."""
-    from coretools.tools.search_reported import many_fields, match_fields
+    from coretools.tools.search.reported import many_fields, match_fields
 
     def record(text, number: int, offset: int, kind: str = "text") -> bytes:
         data = {"path": {"text": "./a.txt"}, "lines": {kind: text}, "line_number": number, "absolute_offset": offset}

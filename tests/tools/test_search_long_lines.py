@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coretools.tools.search_results import EXCERPT_BYTES, MAX_EXCERPTS, excerpts, show_line
+from coretools.tools.search.results import EXCERPT_BYTES, MAX_EXCERPTS, excerpts, show_line
 from tests.conftest import call_tool, text_of
 from tests.readside import write_files
 

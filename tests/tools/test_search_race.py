@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from coretools.sandbox import ripgrep
-from coretools.tools import search_engines
+from coretools.tools.search import engines as search_engines
 from tests.conftest import call_tool, text_of
 from tests.readside import fake_rg, write_files
 

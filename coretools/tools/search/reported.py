@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 
 from coretools.sandbox import ripgrep
-from coretools.tools.search_regex import LineRegex
-from coretools.tools.search_results import FileLines, Request, show_line
+from coretools.tools.search.regex import LineRegex
+from coretools.tools.search.results import FileLines, Request, show_line
 
 VERIFY_CHARS = 2000  # of a record rg cut for length, the text compared with the gateway's copy
 MAX_LONG_LINE = 16 << 20  # bytes of one line read back to show excerpts of it

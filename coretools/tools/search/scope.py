@@ -10,7 +10,7 @@ from coretools.errors import ErrorKind, ToolError
 from coretools.workspace.ignore_reason import ignored_by
 from coretools.sandbox.paths import Location
 from coretools.tools.base import ToolContext
-from coretools.tools.search_results import SEARCH_OPTIONS, Target
+from coretools.tools.search.results import SEARCH_OPTIONS, Target
 
 
 def open_targets(ctx: ToolContext, path: str | None) -> list[Target]:

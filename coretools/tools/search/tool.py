@@ -20,11 +20,11 @@ from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.dialects import latest_from
-from coretools.tools.search_engines import PythonEngine, RipgrepEngine
-from coretools.tools.search_format import format_result, no_matches, where
-from coretools.tools.search_regex import LineRegex
-from coretools.tools.search_results import MAX_CONTEXT, NO_IGNORE, SEARCH_OPTIONS, Collector, Job, Request, Target
-from coretools.tools.search_scope import ignored_reason, normalise_include, open_targets
+from coretools.tools.search.engines import PythonEngine, RipgrepEngine
+from coretools.tools.search.format import format_result, no_matches, where
+from coretools.tools.search.regex import LineRegex
+from coretools.tools.search.results import MAX_CONTEXT, NO_IGNORE, SEARCH_OPTIONS, Collector, Job, Request, Target
+from coretools.tools.search.scope import ignored_reason, normalise_include, open_targets
 
 DEFAULT_MAX_MATCHES = 300
 NAMES_ONLY_MAX_FILES = 1000

@@ -21,7 +21,7 @@ from coretools.sandbox.matcher import NodeMatcher
 from coretools.sandbox.paths import Location, WalkBounds, WalkReport
 from coretools.sandbox.patterns.include import parse_include
 from coretools.sandbox.walk import walk
-from coretools.tools.search_results import Job, Target
+from coretools.tools.search.results import Job, Target
 
 LISTED_BOUNDS = WalkBounds(max_entries=1_000_000, max_depth=64)
 SHOWN_PATH = 160  # characters of a path named in a note (longer ones keep their start and end)

@@ -3,8 +3,8 @@
 Both search the same files (the workspace walk's: ignore rules unless `no_ignore`, protected paths hidden,
 symlinks skipped, binary files skipped), line by line, with the same options (case, literal pattern,
 context, excluded lines, limits), and report into one `Collector`, so the tool formats their results
-identically and the tests can compare them. Lines are shown through `search_results.show_line`, and the
-matches inside a very long line are located with RE2 (`search_regex`) for both engines.
+identically and the tests can compare them. Lines are shown through `results.show_line`, and the
+matches inside a very long line are located with RE2 (`regex`) for both engines.
 
 When a `.geminiignore` un-ignores (`!pattern`), ripgrep cannot express our precedence of the rules; the
 search still runs on ripgrep: the workspace walk (the pattern engine, exact rules) picks the files, and
@@ -21,7 +21,7 @@ the pattern engine instead) and a batch that still fails is halved down to the o
 (`RipgrepEngine._run`). The answer names what was left out (`Collector.skipped`).
 
 The fallback (no working rg binary, or `--search-engine python`) runs the caller's regex on RE2
-(`search_regex.LineRegex`). Files are decoded as UTF-8 (UTF-16 with a byte-order mark is transcoded, as
+(`regex.LineRegex`). Files are decoded as UTF-8 (UTF-16 with a byte-order mark is transcoded, as
 ripgrep does); an invalid byte is one character that `.` matches, where ripgrep's `.` does not.
 """
 
@@ -41,8 +41,8 @@ from coretools.sandbox import ripgrep
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import Location, WalkReport
 from coretools.sandbox.walk import walk
-from coretools.tools.search_regex import LineRegex, decode_text, text_lines
-from coretools.tools.search_reported import (
+from coretools.tools.search.regex import LineRegex, decode_text, text_lines
+from coretools.tools.search.reported import (
     BEGIN,
     CONTEXT,
     END,
@@ -56,14 +56,14 @@ from coretools.tools.search_reported import (
     many_fields,
     matched_lines,
 )
-from coretools.tools import search_listing as listing
-from coretools.tools.search_results import Collector, FileLines, Job, Request, Target, show_line
+from coretools.tools.search import listing
+from coretools.tools.search.results import Collector, FileLines, Job, Request, Target, show_line
 
 
 # -- ripgrep ----------------------------------------------------------------------------------------------
 #
 # Nothing rg read is shown on its word: what it reports of each file is checked against the workspace
-# gateway's own copy of the file (`search_reported`).
+# gateway's own copy of the file (`reported`).
 
 
 # a reported file opened through the gateway: its collector key and its descriptor
@@ -236,7 +236,7 @@ class RipgrepEngine:
         deadline: float | None = None,
     ) -> None:
         """A directory whose rules rg cannot express (a `.geminiignore` that un-ignores), or whose walk rg
-        could not take (`_salvage`): the workspace walk picks the files (`search_listing.listed_files`),
+        could not take (`_salvage`): the workspace walk picks the files (`listing.listed_files`),
         and rg searches them, named on its command line (where no ignore rule applies), a batch at a
         time. Files in `done` were searched already."""
         req, out = job.req, job.out

@@ -9,7 +9,7 @@ import bisect
 from typing import Any
 
 from coretools.tools.base import ToolResult
-from coretools.tools.search_results import Collector, Request, Target
+from coretools.tools.search.results import Collector, Request, Target
 
 
 def where(path: str | None, targets: list[Target]) -> str:
@@ -84,7 +84,7 @@ def _notes(out: Collector) -> str:
     return notes
 
 
-SKIPPED_SHOWN = 8  # of the notes on what was skipped (each names a path of at most `search_listing.SHOWN_PATH`)
+SKIPPED_SHOWN = 8  # of the notes on what was skipped (each names a path of at most `listing.SHOWN_PATH`)
 
 
 def _limits(req: Request, out: Collector, full: bool) -> str:
