@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -172,36 +173,52 @@ def root(tmp_path: Path) -> Path:
     return r
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One server for the tests that open sessions of their own and leave nothing running behind them."""
+    root = tmp_path_factory.mktemp("sse") / "root"
+    root.mkdir()
+    with HttpServer.start([root]) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def stateless_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    root = tmp_path_factory.mktemp("sse-stateless") / "root"
+    root.mkdir()
+    with HttpServer.start([root], "--stateless") as server:
+        yield server
+
+
 # -- a client that goes away ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("flags", [(), ("--stateless",)], ids=["stateful", "stateless"])
-def test_closing_the_post_kills_the_shell_command(root: Path, flags: tuple[str, ...]) -> None:
-    with HttpServer.start([root], *flags) as server:
-        port = port_of(server)
-        session = None if flags else handshake(port)
-        token = unique_sleep()
-        c = Raw(port)
-        c.post(shell_call(7, f"sleep {token}"), session)
-        assert wait_for(lambda: bool(pids_with(token)), 15), "the command never started"
-        c.close()
-        assert wait_for(lambda: not pids_with(token), 10), f"`sleep {token}` survived its POST's connection"
-        assert server.alive()
+@pytest.mark.parametrize("kind", ["stateful", "stateless"])
+def test_closing_the_post_kills_the_shell_command(kind: str, request: pytest.FixtureRequest) -> None:
+    server: HttpServer = request.getfixturevalue("server" if kind == "stateful" else "stateless_server")
+    port = port_of(server)
+    session = handshake(port) if kind == "stateful" else None
+    token = unique_sleep()
+    c = Raw(port)
+    c.post(shell_call(7, f"sleep {token}"), session)
+    assert wait_for(lambda: bool(pids_with(token)), 15), "the command never started"
+    c.close()
+    assert wait_for(lambda: not pids_with(token), 10), f"`sleep {token}` survived its POST's connection"
+    assert server.alive()
 
 
-def test_half_closed_client_still_gets_its_answer_or_a_kill(root: Path) -> None:
+def test_half_closed_client_still_gets_its_answer_or_a_kill(server: HttpServer) -> None:
     """shutdown(SHUT_WR) after the request: either the answer arrives, or (uvicorn treats EOF as a
     disconnect) the command is killed; never a command left running with nobody to answer."""
-    with HttpServer.start([root]) as server:
-        port = port_of(server)
-        session = handshake(port)
-        token = unique_sleep()
-        c = Raw(port)
-        c.post(shell_call(8, f"sleep {token}"), session)
-        c.sock.shutdown(socket.SHUT_WR)
-        time.sleep(1.0)
-        assert wait_for(lambda: not pids_with(token), 10), "half-closed client: the command runs on unanswered"
-        c.close()
+    port = port_of(server)
+    session = handshake(port)
+    token = unique_sleep()
+    c = Raw(port)
+    c.post(shell_call(8, f"sleep {token}"), session)
+    c.sock.shutdown(socket.SHUT_WR)
+    time.sleep(1.0)
+    assert wait_for(lambda: not pids_with(token), 10), "half-closed client: the command runs on unanswered"
+    c.close()
 
 
 # -- what the stream carries -------------------------------------------------------------------------------
@@ -234,38 +251,36 @@ def test_pings_never_split_events_and_the_stream_ends(root: Path) -> None:
         server.stop()
 
 
-def test_pipelined_requests_on_one_connection(root: Path) -> None:
-    with HttpServer.start([root]) as server:
-        port = port_of(server)
-        session = handshake(port)
-        c = Raw(port)
-        data = b"".join(Raw.request(port, shell_call(i, f"echo pipelined-{i}"), session) for i in (1, 2, 3))
-        c.sock.sendall(data)
-        for i in (1, 2, 3):
-            status, _, body = c.response()
-            assert status == 200
-            last = [e for e in sse_events(body) if "data" in e][-1]["data"]
-            assert last["id"] == i and f"pipelined-{i}" in json.dumps(last)
-        c.close()
+def test_pipelined_requests_on_one_connection(server: HttpServer) -> None:
+    port = port_of(server)
+    session = handshake(port)
+    c = Raw(port)
+    data = b"".join(Raw.request(port, shell_call(i, f"echo pipelined-{i}"), session) for i in (1, 2, 3))
+    c.sock.sendall(data)
+    for i in (1, 2, 3):
+        status, _, body = c.response()
+        assert status == 200
+        last = [e for e in sse_events(body) if "data" in e][-1]["data"]
+        assert last["id"] == i and f"pipelined-{i}" in json.dumps(last)
+    c.close()
 
 
-def test_concurrent_calls_on_one_session_do_not_wait_for_each_other(root: Path) -> None:
-    with HttpServer.start([root]) as server:
-        port = port_of(server)
-        session = handshake(port)
-        slow = Raw(port)
-        slow.post(shell_call(1, "sleep 3; echo slow-done"), session)
-        time.sleep(0.3)
-        fast = Raw(port)
-        t0 = time.monotonic()
-        fast.post(shell_call(2, "echo fast-done"), session)
-        _, _, body = fast.response()
-        assert time.monotonic() - t0 < 2.5, "the quick call waited for the slow one"
-        assert "fast-done" in body.decode()
-        _, _, body = slow.response()
-        assert "slow-done" in body.decode()
-        slow.close()
-        fast.close()
+def test_concurrent_calls_on_one_session_do_not_wait_for_each_other(server: HttpServer) -> None:
+    port = port_of(server)
+    session = handshake(port)
+    slow = Raw(port)
+    slow.post(shell_call(1, "sleep 3; echo slow-done"), session)
+    time.sleep(0.3)
+    fast = Raw(port)
+    t0 = time.monotonic()
+    fast.post(shell_call(2, "echo fast-done"), session)
+    _, _, body = fast.response()
+    assert time.monotonic() - t0 < 2.5, "the quick call waited for the slow one"
+    assert "fast-done" in body.decode()
+    _, _, body = slow.response()
+    assert "slow-done" in body.decode()
+    slow.close()
+    fast.close()
 
 
 # -- shutdown --------------------------------------------------------------------------------------------
@@ -335,22 +350,21 @@ def test_many_aborted_calls_leak_neither_descriptors_nor_memory(root: Path, tmp_
         c.close()
 
 
-def test_a_cancelled_call_still_ends_its_stream(root: Path) -> None:
+def test_a_cancelled_call_still_ends_its_stream(server: HttpServer) -> None:
     """notifications/cancelled for a running call: the command dies and the POST's stream completes (no
     response that never ends)."""
-    with HttpServer.start([root]) as server:
-        port = port_of(server)
-        session = handshake(port)
-        token = unique_sleep()
-        c = Raw(port, timeout=15)
-        c.post(shell_call(5, f"sleep {token}"), session)
-        assert wait_for(lambda: bool(pids_with(token)), 15)
-        k = Raw(port)
-        k.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}, session)
-        assert k.response()[0] == 202
-        k.close()
-        assert wait_for(lambda: not pids_with(token), 10)
-        status, _, body = c.response()  # raises (socket timeout) if the stream never ends
-        assert status == 200
-        sse_events(body)
-        c.close()
+    port = port_of(server)
+    session = handshake(port)
+    token = unique_sleep()
+    c = Raw(port, timeout=15)
+    c.post(shell_call(5, f"sleep {token}"), session)
+    assert wait_for(lambda: bool(pids_with(token)), 15)
+    k = Raw(port)
+    k.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}, session)
+    assert k.response()[0] == 202
+    k.close()
+    assert wait_for(lambda: not pids_with(token), 10)
+    status, _, body = c.response()  # raises (socket timeout) if the stream never ends
+    assert status == 200
+    sse_events(body)
+    c.close()
