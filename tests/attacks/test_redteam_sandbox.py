@@ -158,17 +158,18 @@ def test_a_secret_file_link_does_not_stop_later_commands(bwrap_server: StdioServ
 def test_many_secret_files_do_not_stop_later_commands(bwrap_server: StdioServer) -> None:
     """Each secret env file in the roots becomes three arguments of bwrap's command line (a mask). A
     command makes 4,000 empty `.env.N` files (30,000 stopped execve itself, `E2BIG`; 4,000 are past the
-    9,000 arguments bwrap takes; the test makes them itself, as `seq 1 4000 | sed "s/^/.env./" | xargs
-    touch` would), and every later command fails to start, in every session on these roots, until a human
-    deletes the files (the file tools cannot). Suggested fix: hand bwrap its arguments through a
-    descriptor (`--args FD`), and bound the masks (past a number of secret files in one directory, mask
-    the directory, or refuse to run with a message naming it)."""
+    9,000 arguments bwrap takes; the test makes them itself, as hard links of one empty file, which cost a
+    file system far less than new files), and every later command fails to start, in every session on
+    these roots, until a human deletes the files (the file tools cannot). Suggested fix: hand bwrap its
+    arguments through a descriptor (`--args FD`), and bound the masks (past a number of secret files in
+    one directory, mask the directory, or refuse to run with a message naming it)."""
     root = Path(bwrap_server.shell("pwd")["stdout"].strip())
     crowd = root / f"crowd-{secrets.token_hex(4)}"
     try:
         crowd.mkdir()
-        for n in range(1, 4001):
-            (crowd / f".env.{n}").touch()
+        (crowd / ".env.1").touch()
+        for n in range(2, 4001):
+            os.link(crowd / ".env.1", crowd / f".env.{n}")
         s = bwrap_server.shell("echo still-running")
         assert s["stdout"].strip() == "still-running", s
     finally:
