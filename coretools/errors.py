@@ -3,7 +3,39 @@
 A `ToolError` becomes an `isError` result whose text is the message, so the message must say what went
 wrong and what to do about it. Its `kind` is an `ErrorKind`: the values mirror Gemini CLI's `ToolErrorType`
 where one fits, and are carried as plain strings in the result's structured content (sent with
-`--structured-content`) so a program can branch on them without parsing prose.
+`--structured-content`) so a program can branch on them without parsing prose. A `ConfigurationError` is
+found before anything is served: an unusable root, HTTP setting or tool option; the CLI prints its message
+and exits with status 2.
+
+Every exception class of the server side, by base (module in brackets; the client keeps its own, and an
+exception private to one module, raised and caught there, is left out):
+
+* ToolError                   a call failed; the model reads the message            [errors]
+  + PathError                 a path argument refused or not found                  [errors]
+    - InvalidPath             not a path any file can have                          [errors]
+    - OutsideWorkspace        resolves outside every root                           [errors]
+    - ProtectedPath           `.git` internals, a secret env file                   [errors]
+    - MissingPath             not found, with the paths it likely meant             [workspace.hints]
+  + PatternError              a glob or ignore pattern the engine refuses           [sandbox.patterns.tree]
+  + StaleFile                 changed on disk since the model read it               [workspace.views]
+* ConfigurationError          an option, root or setting that cannot work           [errors]
+* CommandRefused              the shell policy refused a command                    [sandbox.shell_policy]
+* ArgumentRefused             ... one argument of a command it knows                [sandbox.exec_policy.words]
+* FetchRefused                the address policy refused a hop of web_fetch         [sandbox.netpolicy]
+* FetchError                  a URL could not be fetched                            [sandbox.pinned_http]
+* FileFull                    the memory file would pass its size limit             [sandbox.memory_file]
+* TooManyJobs                 no room for another background command                [workspace.background]
+* NotText                     bytes an edit cannot treat as text                    [tools.textedit.codec]
+* Unreadable                  a JSON-RPC message that cannot be served              [server.message_errors]
+* ValueError
+  + UrlProblem                a URL malformed, of another scheme, with credentials  [sandbox.netpolicy]
+* OSError
+  + EscapeError               resolution would leave the root                       [sandbox.kernel]
+  + LandlockError             the kernel refused a Landlock ruleset                 [sandbox.landlock]
+
+Only `ToolError` and its subclasses reach the model; the others are caught by the module that calls the
+raiser and turned into a `ToolError`, a result's text or a log line. tests/test_errors.py holds this tree to
+the code.
 
 This module is the leaf every layer imports; it imports nothing from the package.
 """
@@ -95,5 +127,6 @@ class ProtectedPath(PathError):
 
 
 class ConfigurationError(Exception):
-    """A server option that cannot work, found while building the tools at start. The CLI reports the
+    """A server option that cannot work, found at start: an unusable root (`Workspace.check_root`), an HTTP
+    setting (`server.http.settings_from`), a tool's options while the tools are built. The CLI reports the
     message as `coretools-mcp: error: <message>` and exits with status 2; nothing is served."""

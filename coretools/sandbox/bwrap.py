@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coretools.sandbox import diskio
-from coretools.sandbox.paths import is_git_name, is_secret_env_name
+from coretools.sandbox.paths import is_git_name, is_secret_env_name, strip_prefix, within
 from coretools.sandbox.seccomp import filter_program
 
 logger = logging.getLogger("coretools")
@@ -153,11 +153,11 @@ def _walk(root: str, cwd: str, budget: int, git_entries: list[str], secrets: lis
     if queue:
         _note_budget(root, budget)
     real_cwd = os.path.realpath(cwd)
-    if real_cwd == root or real_cwd.startswith(root + os.sep):
+    below = strip_prefix(real_cwd, root)
+    if below is not None:
         chain = [root]
-        for part in os.path.relpath(real_cwd, root).split(os.sep):
-            if part != ".":
-                chain.append(os.path.join(chain[-1], part))
+        for part in below.split("/") if below else ():
+            chain.append(os.path.join(chain[-1], part))
         for directory in chain:
             if directory not in visited:
                 _scan_dir(directory, git_entries, secrets)
@@ -287,7 +287,10 @@ def _read_pointer(path: str, prefix: str, base: str | None = None) -> str | None
 
 
 def _inside(roots: list[str], path: str) -> bool:
-    return any(path == r or path.startswith(r + os.sep) for r in roots)
+    """Whether `path` is one of `roots` or lies below one, so that binding it again would change nothing. What
+    lies below a root of `/` (--allow-broad-root) is still bound on its own: the operator's programs read-only
+    over it."""
+    return any(path == r or (r != "/" and within(path, r)) for r in roots)
 
 
 def _depth(path: str) -> tuple[int, str]:

@@ -39,6 +39,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from coretools.sandbox import settings
+from coretools.sandbox.diskio import fsync_dir, read_all, write_all
+
 logger = logging.getLogger("coretools")
 
 RECORD_SUFFIX = ".rec"
@@ -49,18 +52,9 @@ UNWRITTEN_CLAIM_AGE = 60.0  # seconds: an empty claim older than this lost its w
 _XATTRS = hasattr(os, "listxattr") and sys.platform == "linux"  # names a file as /proc/self/fd/N/name
 
 
-def state_dir() -> str:
-    """The user's private state directory for coretools (`CORETOOLS_STATE_DIR`, else XDG's)."""
-    explicit = os.environ.get("CORETOOLS_STATE_DIR")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "coretools")
-
-
 def private_dir(*parts: str) -> str:
-    """`state_dir()/parts`, created 0700 if missing."""
-    path = os.path.join(state_dir(), *parts)
+    """`settings.state_dir()/parts`, created 0700 if missing."""
+    path = os.path.join(settings.state_dir(), *parts)
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
@@ -137,7 +131,7 @@ class Record:
     def drop(self) -> None:
         try:
             os.unlink(self.path)
-            _fsync_path(os.path.dirname(self.path))
+            fsync_dir(os.path.dirname(self.path))
         finally:
             os.close(self.fd)
 
@@ -165,7 +159,7 @@ def save_old(target: str, fd: int, st: os.stat_result) -> Record:
         write_all(rec, json.dumps(header).encode() + b"\n")
         write_all(rec, old)
         os.fsync(rec)
-        _fsync_path(folder)
+        fsync_dir(folder)
     except BaseException:
         os.close(rec)
         _unlink_quietly(path)
@@ -235,7 +229,7 @@ def claim_temp(path: str, st: os.stat_result) -> Claim | None:
 def sweep_temps() -> list[str]:
     """Remove the temporary files of writers that died (their claims' locks are free) and return their
     paths. A file is removed only if it is still the very inode claimed and named as a temporary file."""
-    folder = os.path.join(state_dir(), "pending")
+    folder = os.path.join(settings.state_dir(), "pending")
     try:
         names = os.listdir(folder)
     except FileNotFoundError:
@@ -318,8 +312,8 @@ def recover() -> list[str]:
     restored. Records of writes still in progress (locked by a live writer) are left alone. The temporary
     files and lock files of killed writers go too."""
     sweep_temps()
-    sweep_locks(os.path.join(state_dir(), "locks"))
-    folder = os.path.join(state_dir(), "recovery")
+    sweep_locks(os.path.join(settings.state_dir(), "locks"))
+    folder = os.path.join(settings.state_dir(), "recovery")
     try:
         names = sorted(os.listdir(folder))
     except FileNotFoundError:
@@ -392,31 +386,13 @@ class DeferredSync:
             try:
                 os.fdatasync(self.fd)
                 if self.folder is not None:
-                    _fsync_path(self.folder)
+                    fsync_dir(self.folder)
                 self.then()
             except OSError as exc:
                 logger.warning("could not sync %s (%s); going ahead", self.folder or f"descriptor {self.fd}", exc)
             finally:
                 os.close(self.fd)
                 self.fd = -1
-
-
-def write_private(path: str, data: bytes) -> None:
-    """Crash-safe creation or replacement of a private (0600) file: temp file, fsync, rename, fsync the
-    folder."""
-    folder, name = os.path.split(path)
-    tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    _fsync_path(folder)
 
 
 def same_file(fd: int, path: str) -> tuple[int, int] | None:
@@ -472,37 +448,6 @@ def fsync_together(fd: int, other: Callable[[], None] | None) -> None:
         os.fsync(fd)
     finally:
         pending.result()
-
-
-def read_all(fd: int, size_hint: int, start: int = 0, limit: int | None = None) -> bytes:
-    """The bytes of `fd` from `start` to its end (or `limit` bytes), read in chunks of about `size_hint`."""
-    chunks = []
-    offset = 0
-    while limit is None or offset < limit:
-        want = max(size_hint - offset, 0) + 65536
-        chunk = os.pread(fd, want if limit is None else min(want, limit - offset), start + offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of `data` to `fd`, however many short writes that takes."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fsync_path(folder: str) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _unlink_quietly(path: str) -> None:

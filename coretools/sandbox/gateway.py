@@ -1,12 +1,13 @@
 """The workspace gateway: the roots and the only way any tool touches a user path.
 
 Tools never open user paths themselves. They ask the workspace to `locate` a path argument (string checks
-and root selection, no I/O) and then to open, list or write it; `walk.walk` walks below a directory the
+and root selection, no I/O) and then to open, list or write it; `walker.walk` walks below a directory the
 workspace opened. Every one of those goes through `kernel.open_beneath` relative to a descriptor of the
 root, so a path that resolves outside every root (`..`, an escaping symlink, a sibling directory sharing a
 prefix) cannot be opened, even if the tree is changed between a check and a use: the check *is* the open,
 and tools work on the descriptor it returns.
-Writes are in `writes.py`, mixed into the same class.
+Writes are in `writes.py`: a `Writes` collaborator that reaches the files through this class's contained opens
+(`open_parent`, `open_node`), to which the workspace hands its write calls.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import io
 import os
 import stat
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from coretools.errors import (
+    ConfigurationError,
     ErrorKind,
     InvalidPath,
     OutsideWorkspace,
@@ -40,33 +42,37 @@ from coretools.sandbox.ignore import (
 )
 from coretools.sandbox.nofollow import NoFollowView
 from coretools.sandbox.paths import (
-    _CONTROL_CHARS,
     MAX_COMPONENT_BYTES,
     MAX_PATH_BYTES,
     DirEntry,
     Location,
     Node,
     Root,
-    RootError,
     dir_entry,
+    has_control_chars,
     kind_name,
     protected_reason,
     strip_prefix,
     within,
 )
-from coretools.sandbox.writes import Writes
+from coretools.sandbox.locks import EditLock
+from coretools.sandbox.writes import Writes, Written
 
 
 @dataclass
 class _State:
     specs: SpecCache = field(default_factory=SpecCache)
 
-class Workspace(Writes):
+class Workspace:
     """A set of root directories (the first is primary) and the operations allowed beneath them."""
 
-    def __init__(self, roots: list[str], *, allow_protected: bool = False) -> None:
+    def __init__(
+        self, roots: list[str], *, allow_protected: bool = False, accept: Callable[[str], bool] | None = None
+    ) -> None:
+        """`accept`: a test of each root's canonical path as its opened descriptor reports it; a root it
+        refuses is closed and left out."""
         if not roots:
-            raise RootError("no workspace root")
+            raise ConfigurationError("no workspace root")
         opened: list[Root] = []
         seen: set[str] = set()
         for raw in roots:
@@ -77,7 +83,7 @@ class Workspace(Writes):
             # was swapped for a symlink between realpath() and open(), the root is where the descriptor
             # points, and that is what containment (and `narrowed`) must compare against.
             real = kernel.fd_real_path(fd) or real
-            if real in seen:
+            if real in seen or (accept is not None and not accept(real)):
                 os.close(fd)
                 continue
             seen.add(real)
@@ -95,22 +101,22 @@ class Workspace(Writes):
 
     @staticmethod
     def check_root(raw: str, *, allow_broad: bool = False) -> str:
-        """Validate one configured root; return its absolute form or raise `RootError`."""
+        """Validate one configured root; return its absolute form or raise `ConfigurationError`."""
         path = os.path.abspath(os.path.expanduser(raw))
         if not os.path.exists(path):
-            raise RootError(f"root does not exist: {raw}")
+            raise ConfigurationError(f"root does not exist: {raw}")
         if not os.path.isdir(path):
-            raise RootError(f"root is not a directory: {raw}")
+            raise ConfigurationError(f"root is not a directory: {raw}")
         real = os.path.realpath(path)
         if not allow_broad:
             if real == "/":
-                raise RootError(
+                raise ConfigurationError(
                     f"refusing to serve the whole file system ({raw}); pick a project directory, "
                     "or pass --allow-broad-root if you really mean it"
                 )
             home = os.path.realpath(os.path.expanduser("~"))
             if real == home:
-                raise RootError(
+                raise ConfigurationError(
                     f"refusing to serve the home directory itself ({raw}); pick a project directory, "
                     "or pass --allow-broad-root if you really mean it"
                 )
@@ -139,24 +145,17 @@ class Workspace(Writes):
         kept = [k for k in dict.fromkeys(kept) if os.path.isdir(k)]
         if not kept:
             return None
-        narrowed = type(self)(kept, allow_protected=self.allow_protected)
         # The strings above were checked before the new roots were opened; check the opened descriptors
         # too, so a client root swapped for a symlink to elsewhere in between cannot widen the workspace
         # or land inside a protected path.
-        escaped = [
-            r
-            for r in narrowed.roots
-            if not any(within(r.path, mine.path) for mine in self.roots) or self._protected_inside(r.path)
-        ]
-        if escaped:
-            for r in escaped:
-                os.close(r.fd)
-                narrowed._fds.remove(r.fd)
-            narrowed.roots = tuple(r for r in narrowed.roots if r not in escaped)
-            narrowed._anchors = [kernel.Anchor(r.fd, r.path) for r in narrowed.roots]
-            if not narrowed.roots:
-                return None
+        narrowed = type(self)(kept, allow_protected=self.allow_protected, accept=self._may_narrow_to)
+        if not narrowed.roots:
+            narrowed.close()
+            return None
         return narrowed
+
+    def _may_narrow_to(self, real: str) -> bool:
+        return any(within(real, mine.path) for mine in self.roots) and not self._protected_inside(real)
 
     def _protected_inside(self, path: str) -> str | None:
         """Why a client root at canonical `path` would expose a protected path of an operator root (it lies
@@ -164,10 +163,10 @@ class Workspace(Writes):
         if self.allow_protected:
             return None
         for root in self.roots:
-            if within(path, root.path) and path != root.path:
-                reason = protected_reason(path[len(root.path) :].lstrip("/"))
-                if reason:
-                    return reason
+            below = strip_prefix(path, root.path)
+            reason = protected_reason(below) if below else None
+            if reason:
+                return reason
         return None
 
     @property
@@ -186,7 +185,7 @@ class Workspace(Writes):
             raise InvalidPath("Path must be a non-empty string.")
         if path.startswith("file://"):
             path = unquote(urlparse(path).path)
-        if _CONTROL_CHARS.search(path):
+        if has_control_chars(path):
             raise InvalidPath("Path contains invalid characters (newlines or control characters).")
         try:
             encoded = path.encode("utf-8", "surrogateescape")
@@ -247,12 +246,6 @@ class Workspace(Writes):
         fd, st = scratch.open_saved(loc.shown, flags)
         return Node(fd, loc.root, loc.rel, loc.shown, st)
 
-    def _parent_of(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]:
-        # Every write, edit and removal opens the parent first: a scratch area is read-only.
-        if self.is_scratch(loc.root):
-            raise scratch.read_only_error(loc.shown, self.root_list())
-        return super()._parent_of(loc, create=create)
-
     def shown_path(self, root: int, rel: str) -> str:
         base = self.roots[root].shown
         if not rel:
@@ -267,9 +260,10 @@ class Workspace(Writes):
         except kernel.EscapeError:
             raise OutsideWorkspace(loc.shown, self.root_list()) from None
         except OSError as exc:
-            raise self.missing(loc, self._os_error(exc, loc.shown)) from None
+            raise self.missing(loc, self.os_error(exc, loc.shown)) from None
 
-    def _os_error(self, exc: OSError, shown: str) -> ToolError:
+    def os_error(self, exc: OSError, shown: str) -> ToolError:
+        """The error a tool reports when the system call on the path shown as `shown` failed with `exc`."""
         code = exc.errno
         if code == errno.EXDEV:
             return OutsideWorkspace(shown, self.root_list())
@@ -353,7 +347,7 @@ class Workspace(Writes):
             try:
                 fd = kernel.open_plain(self.roots[loc.root].fd, loc.rel, flags)
             except OSError as exc:
-                raise self.missing(loc, self._os_error(exc, loc.shown)) from None
+                raise self.missing(loc, self.os_error(exc, loc.shown)) from None
             if fd is not None:  # no symlink on the way: the path as given is the real one
                 return self._node(fd, loc.root, loc.rel, exempt=exempt, exact=True)
         fd, root = self._open(loc, flags, follow=follow)
@@ -525,6 +519,101 @@ class Workspace(Writes):
             if not options.gemini or self._ignore_spec(node_root, GEMINIIGNORE) is None:
                 return False
         return self.ignore_rules(node_root, options).ignored(rel, is_dir)
+
+    # -- writing (where: here; how a file is replaced: `writes`) ----------------------------------------
+
+    def open_parent(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]:
+        """Open the parent directory of `loc` (creating missing directories inside the root if asked), where
+        every write, edit and removal begins. Returns `(parent_fd, root_index, parent_rel, name)`. A scratch
+        area is read-only."""
+        if self.is_scratch(loc.root):
+            raise scratch.read_only_error(loc.shown, self.root_list())
+        parent_rel, _, name = loc.rel.rpartition("/")
+        if name in ("", ".", ".."):
+            raise InvalidPath(f"Path does not name a file: {loc.shown}")
+        flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
+        try:
+            plain = kernel.open_plain(self.roots[loc.root].fd, parent_rel, flags)
+        except OSError:
+            plain = None  # the general route below reports it
+        if plain is not None:  # no symlink on the way: the path given, normalised, is the real one
+            norm = os.path.normpath(parent_rel) if parent_rel else "."
+            return plain, loc.root, "" if norm == "." else norm, name
+        parent_loc = Location(loc.root, parent_rel, os.path.dirname(loc.shown))
+        try:
+            fd, root = kernel.open_beneath(self._anchors, loc.root, parent_rel, flags)
+        except kernel.EscapeError:
+            raise OutsideWorkspace(loc.shown, self.root_list()) from None
+        except FileNotFoundError:
+            if not create:
+                raise PathError(f"Directory not found: {parent_loc.shown}", ErrorKind.FILE_NOT_FOUND) from None
+            fd, root = self._make_dirs(loc.root, parent_rel, loc.shown)
+        except OSError as exc:
+            raise self.os_error(exc, loc.shown) from None
+        real_root, real_parent = self._real_rel(fd, root, parent_rel)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise PathError(f"Parent is not a directory: {parent_loc.shown}", ErrorKind.FILE_NOT_FOUND)
+        return fd, real_root, real_parent, name
+
+    def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:
+        """`mkdir -p` of `parent_rel`; returns the last directory, opened.
+
+        Each prefix is re-resolved with `open_beneath`, so `..` and in-root symlinks mean what they mean
+        everywhere else and an escaping symlink is refused; a directory is only ever created (mkdirat) in a
+        descriptor that contained resolution returned. mkdirat never follows a final symlink, so a dangling
+        link in the way is not created through: EEXIST, and the re-open still fails. A symlinked directory
+        opened with O_PATH|O_NOFOLLOW|O_DIRECTORY answers ENOTDIR, not ELOOP: it is re-resolved like any prefix.
+        """
+        flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
+        fd, index = kernel.open_beneath(self._anchors, root, "", flags)
+        parts = [p for p in parent_rel.split("/") if p not in ("", ".")]
+        try:
+            for i, part in enumerate(parts):
+                prefix = "/".join(parts[: i + 1])
+                try:
+                    nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
+                except FileNotFoundError:
+                    if not self.allow_protected:
+                        # Judge the real place before creating anything: through an in-root link
+                        # (`cfg -> .git`) a lexically harmless `cfg/new/x` would create `.git/new`.
+                        _, real_parent = self._real_rel(fd, index, "/".join(parts[:i]))
+                        reason = protected_reason(f"{real_parent}/{part}" if real_parent else part)
+                        if reason:
+                            raise ProtectedPath(shown, reason)
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
+                os.close(fd)
+                fd, index = nxt, nxt_index
+        except ToolError:
+            os.close(fd)
+            raise
+        except kernel.EscapeError:
+            os.close(fd)
+            raise OutsideWorkspace(shown, self.root_list()) from None
+        except OSError as exc:
+            os.close(fd)
+            raise self.os_error(exc, shown) from None
+        return fd, index
+
+    def write_atomic(self, loc: Location, data: bytes, **how: object) -> Written:
+        """Replace or create the file `loc` names, atomically; `how` as `Writes.write_atomic` takes it."""
+        return Writes(self).write_atomic(loc, data, **how)  # type: ignore[arg-type]
+
+    def remove_file(self, loc: Location, *, expect: os.stat_result | None = None) -> str:
+        """Remove the regular file `loc` names (see `Writes.remove_file`); returns its shown path."""
+        return Writes(self).remove_file(loc, expect=expect)
+
+    def edit_key(self, loc: Location) -> str:
+        """The canonical path of the file `loc` names, the key of its edit lock (see `Writes.edit_key`)."""
+        return Writes(self).edit_key(loc)
+
+    def lock_edit(self, loc: Location, *, cancelled: Callable[[], object] | None = None) -> EditLock:
+        """Take the edit lock of the file `loc` names (see `Writes.lock_edit`); release with `.release()`."""
+        return Writes(self).lock_edit(loc, cancelled=cancelled)
 
     # -- paths another program reported (ripgrep enumerates, the gateway checks) -------------------------
 

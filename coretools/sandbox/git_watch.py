@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 from coretools.sandbox.bwrap import MODULES_DEPTH, SKIP_DIRS
 from coretools.sandbox.git_config import hook_runs, parse_config, runs
+from coretools.sandbox.paths import is_dotgit, within
 
 DIR_BUDGET = 4096  # directories walked per root and snapshot
 MAX_GITDIRS = 256  # git directories followed per snapshot
@@ -156,7 +157,7 @@ def changes(before: GitState, after: GitState) -> list[Finding]:
         if not new:
             continue
         where = repo = after.repositories[path]
-        outer = [r for r in repositories if repo.startswith(r + os.sep)]
+        outer = [r for r in repositories if r != repo and within(repo, r)]
         if outer:
             where = f"{repo}, and from {max(outer, key=len)} when it tracks {repo} as a submodule (a gitlink)"
         found += [Finding(path, s.key, s.value, s.when, where)
@@ -258,8 +259,10 @@ class _Scan:
                 for entry in it:
                     if entry.name in _MARKS:
                         marks.add(entry.name)
-                    elif entry.name.lower() in _DOTTED:  # `.GIT` is `.git` where names ignore case
-                        marks.add(entry.name.lower())
+                    elif is_dotgit(entry.name):  # `.GIT` is `.git` where names ignore case
+                        marks.add(".git")
+                    elif entry.name.lower() == ".gitmodules":
+                        marks.add(".gitmodules")
                     if entry.name in SKIP_DIRS:
                         continue
                     try:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coretools.sandbox import settings
+from coretools.sandbox.paths import strip_prefix
 
 O_PATH = getattr(os, "O_PATH", 0)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -253,13 +254,10 @@ def _fd_is_symlink(fd: int) -> bool:
 
 def _locate_absolute(anchors: list[Anchor], target: str) -> tuple[int, str]:
     """Map an absolute symlink target onto the root that contains it, or refuse."""
-    norm = target.rstrip("/") or "/"
     for i, anchor in enumerate(anchors):
-        base = anchor.path.rstrip("/")
-        if norm == base:
-            return i, ""
-        if norm.startswith(base + "/"):
-            return i, norm[len(base) + 1 :]
+        rel = strip_prefix(target, anchor.path)
+        if rel is not None:
+            return i, rel.rstrip("/")
     raise EscapeError(f"symlink points outside the workspace: {target}")
 
 

@@ -39,6 +39,7 @@ import platform
 import stat
 from dataclasses import dataclass
 
+from coretools.sandbox.paths import within
 from coretools.sandbox.seccomp import filter_program
 
 _SYS_CREATE_RULESET = 444  # the same numbers on x86_64 and aarch64
@@ -173,7 +174,7 @@ class Ruleset:
             self.grant(SHARED_MEMORY, SHARED_MEMORY_RIGHTS, missing_ok=True)
             write = self.fs & ~(MAKE_CHAR | MAKE_BLOCK)
             for path in grants.writable:
-                inside = [r for r in grants.read_only if r == path or r.startswith(path.rstrip("/") + "/")]
+                inside = [r for r in grants.read_only if within(r, path)]
                 if inside:  # every entry but those (the directory's own entries can then not be added to)
                     self._grant_except(path, inside, write)
                 else:
@@ -209,7 +210,7 @@ class Ruleset:
         """Grant `rights` beneath `directory` but not beneath any of `hidden`: the directory itself when
         nothing hidden is inside it, else each of its entries the same way (symbolic links are left out:
         what they point to is granted or not on its own)."""
-        inside = [h for h in hidden if h == directory or h.startswith(directory.rstrip("/") + "/")]
+        inside = [h for h in hidden if within(h, directory)]
         if not inside:
             self.grant(directory, rights, missing_ok=True)
             return

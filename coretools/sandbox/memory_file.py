@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 
 from coretools.sandbox import diskio
+from coretools.sandbox.paths import strip_prefix
 
 try:
     import fcntl
@@ -54,9 +55,8 @@ def shown(path: Path) -> str:
     """The path with the home directory written as `~`."""
     home = os.path.expanduser("~")
     text = str(path)
-    if home not in ("", "~", "/") and text.startswith(home.rstrip("/") + "/"):
-        return "~" + text[len(home.rstrip("/")) :]
-    return text
+    below = strip_prefix(text, home) if home not in ("", "~", "/") else None
+    return f"~/{below}" if below else text
 
 
 def sanitize(fact: str) -> str:

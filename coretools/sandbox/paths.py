@@ -1,5 +1,20 @@
 """What a path argument may name, before any I/O: the roots, the containment rule's string side, the
-protected names (`.git` internals, secret env files), and the value types the gateway hands out."""
+protected names (`.git` internals, secret env files), and the value types the gateway hands out.
+
+Each of these rules is written here once and asked by every layer that needs it:
+
+* inside a root: `within(path, root)` (the path is the root or lies below it) and `strip_prefix(path, root)`
+  (the rest of the path below it, '' for the root itself, None outside), on canonical or lexically normal
+  absolute paths, component-wise (`/a/bc` is not in `/a/b`). They are the string side only: the gateway's
+  kernel-checked open is what decides where a path leads.
+* protected: `protected_reason` (a root-relative path), `protected_name` (one component) and
+  `word_protected_reason` (a command-line argument, as the argument policy reads it) all rest on
+  `is_git_name` and `is_secret_env_name`, which the sandbox's mount scan (`bwrap`) asks too. Two other
+  questions about `.git` differ on purpose and are named apart: `is_dotgit`, the one name git itself opens
+  (what `git_watch` follows; `.git.` is protected but git never reads it), and a glob pattern that could
+  match a protected name (`word_protected_reason` with `glob`: `.g?t`, `.e*`). ripgrep's `--iglob !.git`
+  (`ripgrep.PROTECTED_GLOBS`) only saves it a walk: `protected_name` decides what it reports.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +32,10 @@ MAX_COMPONENT_BYTES = 255
 
 SECRET_ENV_ALLOWED_SUFFIXES = {"example", "sample", "template", "dist", "defaults", "schema"}
 
-class RootError(ValueError):
-    """A configured root is unusable (the CLI turns this into exit code 2)."""
+def has_control_chars(path: str) -> bool:
+    """Does a path argument hold a newline or another control character? No file the model means has one,
+    and each would garble the messages and listings that show the path."""
+    return _CONTROL_CHARS.search(path) is not None
 
 def is_secret_env_name(name: str) -> bool:
     """`.env`, `.env.local`, `.env.production` ... but not `.env.example` and friends."""
@@ -38,6 +55,12 @@ def is_git_name(name: str) -> bool:
     """Does one path component name a git directory (or a `.git` pointer file)? `.git` in any case, with
     trailing dots or spaces: the file tools, the argument policy and the sandbox's mount scan all ask this."""
     return name[:1] == "." and _protected_form(name) == ".git"
+
+def is_dotgit(name: str) -> bool:
+    """Is one path component the name git itself opens as a working tree's repository: `.git`, in any case
+    (`.GIT` where names ignore case)? Narrower than `is_git_name`, which protects every spelling some file
+    system takes for `.git`; git on Linux never opens `.git.`, so a watch of what git reads asks this."""
+    return name.lower() == ".git"
 
 def protected_reason(rel: str) -> str | None:
     """Why a root-relative path is protected, or None. `.git` internals and secret env files are."""
@@ -167,6 +190,7 @@ class WriteOutcome:
     previous_mode: int | None = None
 
 def within(path: str, root: str) -> bool:
+    """Is `path` the directory `root` or below it (both absolute and normal, compared by component)?"""
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 def strip_prefix(path: str, prefix: str) -> str | None:

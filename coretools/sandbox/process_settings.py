@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from coretools.sandbox import landlock, reaper
 from coretools.sandbox.bwrap import bwrap_binary, bwrap_problem, prepare_sandbox
 from coretools.sandbox.hardened_env import neutralise
+from coretools.sandbox.paths import within
 from coretools.sandbox.runner import DEFAULT_OUTPUT_CAP, Outcome, Runner, RunSpec
 from coretools.sandbox.ripgrep import find_rg
 from coretools.sandbox.seccomp import filter_program
@@ -166,7 +167,7 @@ def _installed_in(package: str) -> str:
 
 def carved(writable: list[str]) -> list[str]:
     """The parts of `installation()` that lie inside one of `writable`: bound read-only over it."""
-    return [p for p in installation() if any(p == w or p.startswith(w.rstrip("/") + "/") for w in writable)]
+    return [p for p in installation() if any(within(p, w) for w in writable)]
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,6 +1,11 @@
-"""Writes through the gateway: contained parent directories, atomic replacement (also of a file with other
-hard links, which keep their content), in-place writes where a rename would change more than the content
-(see `durable`), and the per-file edit lock (see `locks`)."""
+"""Writes through the gateway: atomic replacement (also of a file with other hard links, which keep their
+content), in-place writes where a rename would change more than the content (see `durable`), removal, and
+the per-file edit lock (see `locks`).
+
+`Writes` is a collaborator of the gateway, not a part of it: it reaches the file system only through the
+small `Gateway` interface (contained opening of a parent directory or a file, the error for a failed system
+call, the roots, the protected-path switch), so every path it touches was resolved beneath a root by the
+gateway."""
 
 from __future__ import annotations
 
@@ -9,18 +14,11 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from coretools.errors import (
-    ErrorKind,
-    InvalidPath,
-    OutsideWorkspace,
-    PathError,
-    ProtectedPath,
-    ToolError,
-)
-from coretools.sandbox import durable, kernel
-from coretools.sandbox.locks import _EDIT_LOCKS, EditLock, identity_key
-from coretools.sandbox.paths import Location, WriteOutcome, kind_name, protected_reason
+from coretools.errors import ErrorKind, PathError, ProtectedPath, ToolError
+from coretools.sandbox import diskio, durable, kernel, locks
+from coretools.sandbox.paths import Location, Node, Root, WriteOutcome, kind_name, protected_reason
 
 
 @dataclass
@@ -32,82 +30,26 @@ class Written(WriteOutcome):
     other_names: int = 0
 
 
+class Gateway(Protocol):
+    """What `Writes` needs of the workspace gateway (`gateway.Workspace`)."""
+
+    roots: tuple[Root, ...]
+    allow_protected: bool
+
+    def open_parent(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]: ...
+
+    def open_node(self, loc: Location, *, follow: bool = True) -> Node: ...
+
+    def shown_path(self, root: int, rel: str) -> str: ...
+
+    def os_error(self, exc: OSError, shown: str) -> ToolError: ...
+
+
 class Writes:
-    """The write half of the workspace gateway (mixed into `Workspace`)."""
+    """The write half of the workspace gateway: `Workspace` hands it its write calls."""
 
-    def _parent_of(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]:
-        """Open the parent directory of `loc` (creating missing directories inside the root if asked).
-        Returns `(parent_fd, root_index, parent_rel, name)`."""
-        parent_rel, _, name = loc.rel.rpartition("/")
-        if name in ("", ".", ".."):
-            raise InvalidPath(f"Path does not name a file: {loc.shown}")
-        flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
-        try:
-            plain = kernel.open_plain(self.roots[loc.root].fd, parent_rel, flags)
-        except OSError:
-            plain = None  # the general route below reports it
-        if plain is not None:  # no symlink on the way: the path given, normalised, is the real one
-            norm = os.path.normpath(parent_rel) if parent_rel else "."
-            return plain, loc.root, "" if norm == "." else norm, name
-        parent_loc = Location(loc.root, parent_rel, os.path.dirname(loc.shown))
-        try:
-            fd, root = kernel.open_beneath(self._anchors, loc.root, parent_rel, flags)
-        except kernel.EscapeError:
-            raise OutsideWorkspace(loc.shown, self.root_list()) from None
-        except FileNotFoundError:
-            if not create:
-                raise PathError(f"Directory not found: {parent_loc.shown}", ErrorKind.FILE_NOT_FOUND) from None
-            fd, root = self._make_dirs(loc.root, parent_rel, loc.shown)
-        except OSError as exc:
-            raise self._os_error(exc, loc.shown) from None
-        real_root, real_parent = self._real_rel(fd, root, parent_rel)
-        if not stat.S_ISDIR(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise PathError(f"Parent is not a directory: {parent_loc.shown}", ErrorKind.FILE_NOT_FOUND)
-        return fd, real_root, real_parent, name
-
-    def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:
-        """`mkdir -p` of `parent_rel`; returns the last directory, opened.
-
-        Each prefix is re-resolved with `open_beneath`, so `..` and in-root symlinks mean what they mean
-        everywhere else and an escaping symlink is refused; a directory is only ever created (mkdirat) in a
-        descriptor that contained resolution returned. mkdirat never follows a final symlink, so a dangling
-        link in the way is not created through: EEXIST, and the re-open still fails. A symlinked directory
-        opened with O_PATH|O_NOFOLLOW|O_DIRECTORY answers ENOTDIR, not ELOOP: it is re-resolved like any prefix.
-        """
-        flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
-        fd, index = kernel.open_beneath(self._anchors, root, "", flags)
-        parts = [p for p in parent_rel.split("/") if p not in ("", ".")]
-        try:
-            for i, part in enumerate(parts):
-                prefix = "/".join(parts[: i + 1])
-                try:
-                    nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
-                except FileNotFoundError:
-                    if not self.allow_protected:
-                        # Judge the real place before creating anything: through an in-root link
-                        # (`cfg -> .git`) a lexically harmless `cfg/new/x` would create `.git/new`.
-                        _, real_parent = self._real_rel(fd, index, "/".join(parts[:i]))
-                        reason = protected_reason(f"{real_parent}/{part}" if real_parent else part)
-                        if reason:
-                            raise ProtectedPath(shown, reason)
-                    try:
-                        os.mkdir(part, 0o777, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                    nxt, nxt_index = kernel.open_beneath(self._anchors, root, prefix, flags)
-                os.close(fd)
-                fd, index = nxt, nxt_index
-        except ToolError:
-            os.close(fd)
-            raise
-        except kernel.EscapeError:
-            os.close(fd)
-            raise OutsideWorkspace(shown, self.root_list()) from None
-        except OSError as exc:
-            os.close(fd)
-            raise self._os_error(exc, shown) from None
-        return fd, index
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
 
     def write_atomic(
         self,
@@ -131,7 +73,7 @@ class Writes:
         `sync_with` (the edit journal's record sync) runs beside the temp file's fsync and is done before the
         rename, or before an in-place write begins.
         """
-        parent_fd, root, parent_rel, name = self._parent_of(loc, create=create_parents)
+        parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=create_parents)
         try:
             try:
                 st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
@@ -141,7 +83,7 @@ class Writes:
                 os.close(parent_fd)
                 parent_fd = -1
                 try:
-                    target = self.open_node(loc)  # follows the link, contained
+                    target = self.gateway.open_node(loc)  # follows the link, contained
                 except PathError as exc:
                     if exc.kind != ErrorKind.FILE_NOT_FOUND:
                         raise
@@ -163,8 +105,8 @@ class Writes:
             if expect is not None:
                 _check_unchanged(st, expect, loc.shown)
             rel = f"{parent_rel}/{name}" if parent_rel else name
-            shown = self.shown_path(root, rel)
-            if not self.allow_protected:
+            shown = self.gateway.shown_path(root, rel)
+            if not self.gateway.allow_protected:
                 reason = protected_reason(rel)
                 if reason:
                     raise ProtectedPath(shown, reason)
@@ -178,7 +120,7 @@ class Writes:
                     "elsewhere.",
                     ErrorKind.PERMISSION_DENIED,
                 )
-            target = os.path.join(self.roots[root].path, rel)
+            target = os.path.join(self.gateway.roots[root].path, rel)
             if st is not None and not durable.rename_keeps_owner(st):
                 _refuse_linked(st, shown)
                 now = self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect, sync_with)
@@ -220,16 +162,14 @@ class Writes:
                 break
             except FileExistsError as exc:
                 if attempt == 15:
-                    raise self._os_error(exc, shown) from None
+                    raise self.gateway.os_error(exc, shown) from None
             except OSError as exc:
-                raise self._os_error(exc, shown) from None
+                raise self.gateway.os_error(exc, shown) from None
         written = claim = None
         try:
             try:
                 claim = durable.claim_temp(os.path.join(os.path.dirname(target), tmp), os.fstat(fd))
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                diskio.write_all(fd, data)
                 if perm is not None:
                     os.fchmod(fd, perm)
                 carried = old is None or durable.carry_over(parent_fd, name, fd, old)
@@ -260,12 +200,12 @@ class Writes:
             except OSError:
                 pass
             if isinstance(exc, OSError):
-                raise self._os_error(exc, shown) from None
+                raise self.gateway.os_error(exc, shown) from None
             raise
         finally:
             if claim is not None:
                 claim.drop()
-        _fsync_dir(parent_fd)
+        diskio.fsync_dir(parent_fd)
         return written
 
     def _write_in_place(
@@ -286,7 +226,7 @@ class Writes:
         try:
             fd = os.open(name, os.O_RDWR | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_CLOEXEC, dir_fd=parent_fd)
         except OSError as exc:
-            raise self._os_error(exc, shown) from None
+            raise self.gateway.os_error(exc, shown) from None
         try:
             st = os.fstat(fd)
             _check_unchanged(st, expect if expect is not None else old, shown)
@@ -304,7 +244,7 @@ class Writes:
             record.drop()
             return os.fstat(fd)
         except OSError as exc:
-            raise self._os_error(exc, shown) from None
+            raise self.gateway.os_error(exc, shown) from None
         finally:
             os.close(fd)
 
@@ -312,25 +252,25 @@ class Writes:
         """Remove the regular file `loc` names (not a link: its real path is expected), contained like every
         write; `expect` refuses if it was replaced or changed since. Returns the shown path. (Undo of an edit
         that created the file.)"""
-        parent_fd, root, parent_rel, name = self._parent_of(loc, create=False)
+        parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=False)
         try:
             rel = f"{parent_rel}/{name}" if parent_rel else name
-            shown = self.shown_path(root, rel)
+            shown = self.gateway.shown_path(root, rel)
             try:
                 st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
             except OSError as exc:
-                raise self._os_error(exc, shown) from None
+                raise self.gateway.os_error(exc, shown) from None
             if not stat.S_ISREG(st.st_mode):
                 raise ToolError(f"Not a regular file ({kind_name(st.st_mode)}): {shown}", ErrorKind.FILE_WRITE_FAILURE)
-            if not self.allow_protected and (reason := protected_reason(rel)):
+            if not self.gateway.allow_protected and (reason := protected_reason(rel)):
                 raise ProtectedPath(shown, reason)
             if expect is not None:
                 _check_unchanged(st, expect, shown)
             try:
                 os.unlink(name, dir_fd=parent_fd)
             except OSError as exc:
-                raise self._os_error(exc, shown) from None
-            _fsync_dir(parent_fd)
+                raise self.gateway.os_error(exc, shown) from None
+            diskio.fsync_dir(parent_fd)
             return shown
         finally:
             os.close(parent_fd)
@@ -340,11 +280,11 @@ class Writes:
         as `write_atomic` does. It names the file across atomic replacements (an inode would not) and is the
         same in every Workspace of this process, so it can key a process-wide lock."""
         try:
-            parent_fd, root, parent_rel, name = self._parent_of(loc, create=False)
+            parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=False)
         except PathError as exc:
             if exc.kind != ErrorKind.FILE_NOT_FOUND:
                 raise
-            return os.path.normpath(os.path.join(self.roots[loc.root].path, loc.rel))
+            return os.path.normpath(os.path.join(self.gateway.roots[loc.root].path, loc.rel))
         try:
             st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
         except OSError:
@@ -353,25 +293,25 @@ class Writes:
             os.close(parent_fd)
         if st is not None and stat.S_ISLNK(st.st_mode):
             try:
-                with self.open_node(loc) as target:
-                    return os.path.join(self.roots[target.root].path, target.rel)
+                with self.gateway.open_node(loc) as target:
+                    return os.path.join(self.gateway.roots[target.root].path, target.rel)
             except PathError:
                 pass  # dangling or escaping: the write will refuse it; key the link itself
         rel = f"{parent_rel}/{name}" if parent_rel else name
-        return os.path.join(self.roots[root].path, rel)
+        return os.path.join(self.gateway.roots[root].path, rel)
 
-    def lock_edit(self, loc: Location, *, cancelled: Callable[[], object] | None = None) -> EditLock:
+    def lock_edit(self, loc: Location, *, cancelled: Callable[[], object] | None = None) -> locks.EditLock:
         """Take the lock of the file `loc` names, in this process and in every server sharing the state
         directory (blocking; `cancelled` is called while waiting and may raise to give up). Read-modify-write
         under it; release with `.release()`."""
         key = self.edit_key(loc)
-        return _EDIT_LOCKS.acquire(key, cancelled, identity=lambda: identity_key(self._edit_stat(loc), key))
+        return locks.lock_edit(key, cancelled, lambda: locks.identity_key(self._edit_stat(loc), key))
 
     def _edit_stat(self, loc: Location) -> os.stat_result | None:
         """The stat of the file `loc` names, following a contained symlink as `write_atomic` does; None when
         there is none to stat (missing, or a link the write will refuse)."""
         try:
-            with self.open_node(loc) as node:
+            with self.gateway.open_node(loc) as node:
                 return node.st
         except PathError:
             return None
@@ -417,14 +357,3 @@ def _dangling_link(shown: str) -> ToolError:
         "written. Write to the link's intended target path instead, or remove the link first.",
         ErrorKind.FILE_WRITE_FAILURE,
     )
-
-def _fsync_dir(dir_fd: int) -> None:
-    fd = kernel.reopen(dir_fd, os.O_RDONLY | kernel.O_DIRECTORY) if kernel.O_PATH else os.dup(dir_fd)
-    if fd is None:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

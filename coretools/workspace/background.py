@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from coretools.sandbox import diskio
 from coretools.sandbox.process_groups import Group, kill_group, scan, unregister
 from coretools.sandbox.runner import DEFAULT_KILL_GRACE, BINARY_SNIFF, Outcome, Runner, RunSpec, Stream, strip_ansi
 from coretools.sandbox.scratch import ScratchArea
@@ -205,10 +206,8 @@ class BackgroundJob:
                           "is discarded while the command runs on]\n".encode())  # fmt: skip
 
     def _log(self, data: bytes) -> None:
-        view = memoryview(data)
         try:
-            while view:
-                view = view[os.write(self.log_fd, view) :]
+            diskio.write_all(self.log_fd, data)
         except OSError:  # a full disk must not stop the command: its output is then lost
             pass
 

@@ -1,7 +1,7 @@
 """The edit journal: the content every write_file and replace replaced, kept so the edit can be undone.
 
 One journal per workspace (its set of real root paths), in the user's state directory, never under a root:
-`state_dir()/journal/<key>/` (0700) holds `meta.json` (the roots), `lock` (flock target) and numbered
+`settings.state_dir()/journal/<key>/` (0700) holds `meta.json` (the roots), `lock` (flock target) and numbered
 segments `<n>.seg`, append-only files of checksummed records (`records.append_record`): per edit one record
 whose header is the entry (JSON, with the floor below which entries are evicted) and whose blob is the bytes
 the edit replaced. Every file is 0600.
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox import durable
+from coretools.sandbox import diskio, durable, settings
 from coretools.sandbox.paths import Location, WriteOutcome, within
 from coretools.workspace import records
 
@@ -130,7 +130,7 @@ def read_snapshot(ws: Workspace, loc: Location, keep: int) -> Snapshot:
 
 
 def journal_root() -> str:
-    return os.path.join(durable.state_dir(), "journal")
+    return os.path.join(settings.state_dir(), "journal")
 
 
 def workspace_key(roots: list[str]) -> str:
@@ -141,7 +141,7 @@ def workspace_key(roots: list[str]) -> str:
 def exposed_by(roots: tuple[str, ...]) -> str | None:
     """The root that contains the state directory (so its journal would be readable by the tools), or None.
     Such a workspace is not journaled; the warning is logged once per workspace."""
-    state = os.path.realpath(durable.state_dir())
+    state = os.path.realpath(settings.state_dir())
     for root in roots:
         if within(state, root):
             logger.warning(
@@ -276,8 +276,9 @@ class Journal:
 
     def _create(self) -> None:
         _evict_journals(keep=self.folder)
-        durable.write_private(os.path.join(self.folder, "meta.json"), json.dumps({"roots": list(self.roots)}).encode())
-        durable._fsync_path(journal_root())
+        meta = json.dumps({"roots": list(self.roots)}).encode()
+        diskio.replace_file(os.path.join(self.folder, "meta.json"), meta, private=True)
+        diskio.fsync_dir(journal_root())
 
     # -- locking --------------------------------------------------------------------------------------
 
@@ -645,7 +646,7 @@ def _evict_journals(keep: str) -> None:
 
 def _private_dirs(*paths: str) -> None:
     """The state directory and then each of `paths` (each a child of the one before), created 0700."""
-    os.makedirs(durable.state_dir(), mode=0o700, exist_ok=True)
+    os.makedirs(settings.state_dir(), mode=0o700, exist_ok=True)
     for path in (journal_root(), *paths):
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, 0o700)

@@ -3,7 +3,7 @@
 A record is a fixed prefix (magic, header length, blob length, the blob's CRC-32, then a CRC-32 of those
 fields and the header), a header and a blob. Appending one and fsyncing the file makes it durable in one
 barrier; a record cut short or garbled by a crash fails its lengths or checksums and ends the scan there.
-How the bytes reach the disk (short writes, fsync) is `coretools.sandbox.durable`'s.
+How the bytes reach the disk (short writes, fsync) is `coretools.sandbox.diskio`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from coretools.sandbox.durable import read_all, write_all
+from coretools.sandbox.diskio import read_all, write_all
 
 RECORD_MAGIC = b"CTR1"
 _PREFIX = struct.Struct(">4sIQII")

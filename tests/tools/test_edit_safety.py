@@ -20,6 +20,7 @@ import pytest
 from coretools.sandbox import locks as locks_mod
 from coretools.server.toolset import ToolSet
 from coretools.sandbox.gateway import Workspace
+from coretools.sandbox.writes import Writes
 from coretools.tools.textedit import edit_tool
 from coretools.tools.base import Elicitation, ToolContext
 from tests.conftest import REPO, call_tool, make_config, snapshot, text_of
@@ -108,14 +109,14 @@ def _plant(monkeypatch, action) -> list:
     """Run `action(parent_fd, name)` inside write_atomic after every check, right before the temp file is
     written and renamed: the deterministic form of an attacker racing the write."""
     calls: list = []
-    original = Workspace._replace
+    original = Writes._replace
 
     def hooked(self, parent_fd, name, *args, **kwargs):
         calls.append(name)
         action(parent_fd, name)
         return original(self, parent_fd, name, *args, **kwargs)
 
-    monkeypatch.setattr(Workspace, "_replace", hooked)
+    monkeypatch.setattr(Writes, "_replace", hooked)
     return calls
 
 
@@ -276,7 +277,7 @@ async def test_concurrent_replaces_on_one_file_all_land(root: Path, monkeypatch)
     results = await _race(root, f, 6)
     assert [r.is_error for r in results] == [False] * 6, [text_of(r) for r in results]
     assert f.read_text() == "".join(f"k{i}=1\n" for i in range(6))
-    assert locks_mod._EDIT_LOCKS._locks == {}
+    assert locks_mod.keys_in_use() == []
 
 
 async def test_without_the_lock_the_race_is_caught_not_lost(root: Path, monkeypatch) -> None:
@@ -325,7 +326,7 @@ async def test_every_way_out_of_an_edit_lets_go_of_the_lock(root: Path, confirm:
             ws.close()
     assert [r.is_error for r in results] == [False, True, True, False, False], [text_of(r) for r in results]
     assert f.read_text() == "v=2\n"
-    assert locks_mod._EDIT_LOCKS._locks == {}
+    assert locks_mod.keys_in_use() == []
 
 
 async def test_a_call_cancelled_before_it_writes_changes_nothing(root: Path, monkeypatch) -> None:
@@ -358,7 +359,7 @@ async def test_a_call_cancelled_before_it_writes_changes_nothing(root: Path, mon
         for ws in spaces:
             ws.close()
     assert f.read_text() == "v=0\n"
-    assert locks_mod._EDIT_LOCKS._locks == {}
+    assert locks_mod.keys_in_use() == []
 
 
 async def test_same_file_waits_different_file_proceeds(root: Path) -> None:
@@ -439,7 +440,7 @@ async def test_cancelled_waiter_does_not_leak_the_lock(root: Path) -> None:
         for ws in spaces:
             ws.close()
     assert f.read_text() == "v=3\n"
-    assert locks_mod._EDIT_LOCKS._locks == {}
+    assert locks_mod.keys_in_use() == []
 
 
 # -- kill -9 during large writes --------------------------------------------------------------------------------
