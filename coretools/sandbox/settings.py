@@ -1,4 +1,5 @@
-"""The settings coretools takes from its environment rather than its command line, all read here.
+"""What the operator sets besides the flags' own meaning: the environment coretools reads, all read here, and
+the rule every limit option follows.
 
 * `CORETOOLS_STATE_DIR`: the private state directory (edit journal, recovery records, edit locks); default
   `$XDG_STATE_HOME/coretools`, else `~/.local/state/coretools`;
@@ -11,12 +12,20 @@
 
 They are for operators and tests, not for what a tool call may change: each is read when it is asked for
 (not when this module is imported), so a test or an embedding program can set one before the first use.
-The client side (`coretools-agent`) reads its own (`CORETOOLS_OAUTH_DIR`) on its side of the wall.
+The client side reads its own (`CORETOOLS_OAUTH_DIR`) on its side of the wall.
+
+A limit option (`--max-calls`, `--shell-timeout`, `--max-media-bytes`...) of 0 means no limit, and
+`limit_option` is the one place that says so. No numeric option takes a negative value: `refuse_negative`
+refuses one, naming the option, when the configuration is built (`ServerConfig`, each tool's options),
+whether from the command line or in code.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TypeVar
+
+from coretools.errors import ConfigurationError
 
 STATE_DIR = "CORETOOLS_STATE_DIR"
 RG = "CORETOOLS_RG"
@@ -25,6 +34,8 @@ STDIO = "CORETOOLS_STDIO"
 LOG_LEVEL = "CORETOOLS_LOG_LEVEL"
 
 RG_OFF = ("", "0", "off", "none", "false")
+
+Number = TypeVar("Number", int, float)
 
 
 def state_dir() -> str:
@@ -58,3 +69,17 @@ def sdk_stdio() -> bool:
 def log_level(default: str = "warning") -> str:
     """The default log level (`CORETOOLS_LOG_LEVEL`); `--log-level` overrides it."""
     return os.environ.get(LOG_LEVEL, default)
+
+
+def limit_option(value: Number | None, flag: str) -> Number | None:
+    """A limit option's value as the code uses it: None (no limit) for 0 or None, else the value itself; a
+    negative one is refused (`refuse_negative`)."""
+    refuse_negative(flag, value)
+    return value if value else None
+
+
+def refuse_negative(flag: str, value: object) -> None:
+    """Refuse a negative number (or NaN) given to the option `flag`, naming it (`ConfigurationError`): no
+    numeric option of coretools means anything by one, and where 0 means no limit, 0 says so."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not value >= 0:
+        raise ConfigurationError(f"{flag} {value:g}: use a number of 0 or more")
