@@ -22,6 +22,8 @@ EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 
 def _common_parser() -> argparse.ArgumentParser:
     """Options shared by `serve`, `tools` and `call`: the workspace and every tool's own options."""
+    from coretools.server.config import DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CHARS
+    from coretools.sandbox import settings
     from coretools.server.toolset import add_tool_arguments
 
     common = argparse.ArgumentParser(add_help=False)
@@ -47,7 +49,7 @@ def _common_parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--log-level",
-        default=os.environ.get("CORETOOLS_LOG_LEVEL", "warning"),
+        default=settings.log_level(),
         choices=["debug", "info", "warning", "error"],
         help="log verbosity; logs always go to stderr (default: warning)",
     )
@@ -60,10 +62,11 @@ def _common_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--max-result-chars",
         type=int,
-        default=80_000,
+        default=DEFAULT_RESULT_CHARS,
         metavar="CHARS",
-        help="the most text one tool result holds (default: 80000, about 20,000 tokens: under the 25,000-token "
-        "cap of the strictest common host). A longer answer is cut and says how to get the rest; 0: no limit",
+        help=f"the most text one tool result holds (default: {DEFAULT_RESULT_CHARS}, about 20,000 tokens: under the "
+        "25,000-token cap of the strictest common host). A longer answer is cut and says how to get the rest; 0: no "
+        "limit",
     )
     common.add_argument(
         "--schema-dialect",
@@ -77,12 +80,12 @@ def _common_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--call-timeout",
         type=float,
-        default=600.0,
+        default=DEFAULT_CALL_TIMEOUT,
         metavar="SECONDS",
         help="wall-clock limit of every tool call: a call still running then is stopped (the processes it started "
         "are killed) and answered with an error naming this limit. A tool's own limit (--shell-timeout, "
         "--search-timeout, --web-fetch-timeout) still applies, and the smaller one ends the call; 0 disables "
-        "(default: 600, Gemini CLI's timeout for an MCP tool call)",
+        f"(default: {DEFAULT_CALL_TIMEOUT:g}, Gemini CLI's timeout for an MCP tool call)",
     )
     tools = common.add_argument_group("tool options")
     add_tool_arguments(tools)  # type: ignore[arg-type]
@@ -90,13 +93,15 @@ def _common_parser() -> argparse.ArgumentParser:
 
 
 def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
-    from coretools.server.config import DEFAULT_MAX_MESSAGE_BYTES
+    from coretools.server import config
 
     http = parser.add_argument_group("transport")
     http.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default: stdio")
-    http.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
-    http.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
-    http.add_argument("--path", default="/mcp", help="HTTP endpoint path (default: /mcp)")
+    http.add_argument("--host", default=config.DEFAULT_HOST, help=f"HTTP bind address (default: {config.DEFAULT_HOST})")
+    http.add_argument(
+        "--port", type=int, default=config.DEFAULT_PORT, help=f"HTTP port (default: {config.DEFAULT_PORT})"
+    )
+    http.add_argument("--path", default=config.DEFAULT_PATH, help=f"HTTP endpoint path (default: {config.DEFAULT_PATH})")
     http.add_argument("--stateless", action="store_true", help="stateless HTTP (no sessions; for load balancers)")
     http.add_argument("--allowed-host", action="append", default=[], metavar="HOST", help="accepted Host header")
     http.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN", help="accepted Origin")
@@ -111,72 +116,83 @@ def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
         help="allow binding a non-loopback address without --auth-token-env",
     )
     http.add_argument(
-        "--max-calls", type=int, default=64, metavar="N", help="tool calls running at once, overall; 0 for no limit (default: 64)"
+        "--max-calls",
+        type=int,
+        default=config.DEFAULT_MAX_CALLS,
+        metavar="N",
+        help=f"tool calls running at once, overall; 0 for no limit (default: {config.DEFAULT_MAX_CALLS})",
     )
     http.add_argument(
         "--max-session-calls",
         type=int,
-        default=16,
+        default=config.DEFAULT_MAX_SESSION_CALLS,
         metavar="N",
-        help="tool calls running at once per client session; 0 for no limit (default: 16)",
+        help="tool calls running at once per client session; 0 for no limit "
+        f"(default: {config.DEFAULT_MAX_SESSION_CALLS})",
     )
     http.add_argument(
         "--max-queued-calls",
         type=int,
-        default=1024,
+        default=config.DEFAULT_MAX_QUEUED_CALLS,
         metavar="N",
-        help="calls over those limits wait in a queue; this many at most, overall; 0 for no queue (default: 1024)",
+        help="calls over those limits wait in a queue; this many at most, overall; 0 for no queue "
+        f"(default: {config.DEFAULT_MAX_QUEUED_CALLS})",
     )
     http.add_argument(
         "--max-session-queued-calls",
         type=int,
-        default=64,
+        default=config.DEFAULT_MAX_SESSION_QUEUED_CALLS,
         metavar="N",
-        help="calls of one client session waiting in the queue at most; 0 for no queue (default: 64)",
+        help="calls of one client session waiting in the queue at most; 0 for no queue "
+        f"(default: {config.DEFAULT_MAX_SESSION_QUEUED_CALLS})",
     )
     http.add_argument(
         "--queue-timeout",
         type=float,
-        default=60.0,
+        default=config.DEFAULT_QUEUE_TIMEOUT,
         metavar="SECONDS",
-        help="the longest a queued call waits, at most --call-timeout; 0 for no queue (default: 60)",
+        help="the longest a queued call waits, at most --call-timeout; 0 for no queue "
+        f"(default: {config.DEFAULT_QUEUE_TIMEOUT:g})",
     )
     http.add_argument(
         "--max-sessions",
         type=int,
-        default=256,
+        default=config.DEFAULT_MAX_SESSIONS,
         metavar="N",
-        help="HTTP sessions open at once; a new one over the limit gets HTTP 503; 0 for no limit (default: 256)",
+        help="HTTP sessions open at once; a new one over the limit gets HTTP 503; 0 for no limit "
+        f"(default: {config.DEFAULT_MAX_SESSIONS})",
     )
     http.add_argument(
         "--session-idle-timeout",
         type=float,
-        default=600.0,
+        default=config.DEFAULT_SESSION_IDLE_TIMEOUT,
         metavar="SECONDS",
-        help="end an HTTP session after this long with no request and no open stream; 0 for never (default: 600)",
+        help="end an HTTP session after this long with no request and no open stream; 0 for never "
+        f"(default: {config.DEFAULT_SESSION_IDLE_TIMEOUT:g})",
     )
     http.add_argument(
         "--max-connections",
         type=int,
-        default=1024,
+        default=config.DEFAULT_MAX_CONNECTIONS,
         metavar="N",
         help="HTTP connections open at once, at most half the descriptor limit; at the limit a new connection "
-        "displaces one that has not sent a request (default: 1024)",
+        f"displaces one that has not sent a request (default: {config.DEFAULT_MAX_CONNECTIONS})",
     )
     http.add_argument(
         "--read-timeout",
         type=float,
-        default=10.0,
+        default=config.DEFAULT_READ_TIMEOUT,
         metavar="SECONDS",
-        help="close an HTTP connection that has not sent a complete request within this time (default: 10)",
+        help="close an HTTP connection that has not sent a complete request within this time "
+        f"(default: {config.DEFAULT_READ_TIMEOUT:g})",
     )
     http.add_argument(
         "--max-message-bytes",
         type=int,
-        default=DEFAULT_MAX_MESSAGE_BYTES,
+        default=config.DEFAULT_MAX_MESSAGE_BYTES,
         metavar="BYTES",
         help="the largest JSON-RPC message read, one stdio line or one HTTP request body; a larger one is "
-        f"discarded unread and answered with an error (default: {DEFAULT_MAX_MESSAGE_BYTES}, 4 MiB)",
+        f"discarded unread and answered with an error (default: {config.DEFAULT_MAX_MESSAGE_BYTES}, 4 MiB)",
     )
 
 
@@ -267,7 +283,7 @@ def _setup_logging(level: str) -> None:
 
 
 def _config(args: argparse.Namespace):
-    """The typed configuration of a parsed command line; raises `RootError` for an unusable `--root`."""
+    """The typed configuration of a parsed command line; raises `ConfigurationError` for an unusable `--root`."""
     from coretools.sandbox.gateway import Workspace
     from coretools.server.config import ServerConfig
     from coretools.server.toolset import tool_options
@@ -302,11 +318,10 @@ def _keep_descendants() -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from coretools.errors import ConfigurationError
-    from coretools.sandbox.paths import RootError
 
     try:
         config = _config(args)
-    except RootError as exc:
+    except ConfigurationError as exc:
         return _fail(str(exc))
     _recover_interrupted_writes()
     _keep_descendants()
@@ -348,11 +363,10 @@ def _serve(args: argparse.Namespace, config) -> int:  # noqa: ANN001 - a ServerC
 def cmd_tools(args: argparse.Namespace) -> int:
     from coretools.errors import ConfigurationError
     from coretools.server.toolset import ToolSet
-    from coretools.sandbox.paths import RootError
 
     try:
         toolset = ToolSet(_config(args))
-    except (RootError, ConfigurationError) as exc:
+    except ConfigurationError as exc:
         return _fail(str(exc))
     out: dict[str, Any] = {
         "tools": [d.model_dump(by_alias=True, exclude_none=True, mode="json") for d in toolset.definitions()],
@@ -368,12 +382,12 @@ def cmd_call(args: argparse.Namespace) -> int:
 
     from coretools.errors import ConfigurationError, ToolError
     from coretools.server.toolset import ToolSet
-    from coretools.sandbox.paths import RootError
-    from coretools.tools.base import ToolContext
+    from coretools.server.workspaces import Workspaces
+    from coretools.tools.base import ToolContext, ToolResult
 
     try:
         config = _config(args)
-    except RootError as exc:
+    except ConfigurationError as exc:
         return _fail(str(exc))
     _recover_interrupted_writes()
     _keep_descendants()
@@ -394,11 +408,9 @@ def cmd_call(args: argparse.Namespace) -> int:
         await toolset.start()
         try:
             try:
-                workspace = await _call_workspace(config)
+                workspace = Workspaces(config).decide(())  # as the server decides for a client without roots
             except ToolError as exc:
-                from coretools.tools.base import ToolResult
-
-                return ToolResult.error(exc.message, exc.kind)
+                return ToolResult.from_error(exc)
             return await toolset.call(args.tool, arguments, ToolContext(workspace=workspace))
         finally:
             await toolset.aclose()
@@ -414,8 +426,8 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def _journal_workspace(args: argparse.Namespace):
-    """(workspace, journal or None, canonical target or None) of `history`/`undo`; raises RootError or
-    ToolError."""
+    """(workspace, journal or None, canonical target or None) of `history`/`undo`; raises
+    ConfigurationError or ToolError."""
     from coretools.workspace import journal
     from coretools.sandbox.gateway import Workspace
     from coretools.server.toolset import tool_options
@@ -435,15 +447,14 @@ def _journal_workspace(args: argparse.Namespace):
 
 
 def _journal_command(args: argparse.Namespace, body) -> int:
-    from coretools.errors import ToolError
+    from coretools.errors import ConfigurationError, ToolError
     from coretools.workspace import journal
-    from coretools.sandbox.paths import RootError
 
     if args.no_journal:
         return _fail("the edit journal is off (--no-journal): there is nothing to list or undo")
     try:
         ws, book, target = _journal_workspace(args)
-    except RootError as exc:
+    except ConfigurationError as exc:
         return _fail(str(exc))
     except ToolError as exc:
         return _fail(exc.message)
@@ -520,25 +531,6 @@ def _size(n: int) -> str:
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
-
-
-async def _call_workspace(config):  # noqa: ANN001, ANN202 - a ServerConfig; a Workspace
-    """The workspace of `call`: the server's decision for a connection that offers no roots."""
-    if config.roots:  # what `Workspaces(config).base` is; the server module (and the SDK) are not imported
-        from coretools.workspace.hints import HintedWorkspace
-
-        return HintedWorkspace(config.roots, allow_protected=config.allow_protected)
-    from coretools.server.app import Workspaces  # no --root: the current directory, checked as the server does
-
-    return await Workspaces(config)._decide(_NoClient())
-
-
-class _NoClient:
-    """Stands in for a request context when no MCP client is connected (`call`): it offers no roots."""
-
-    class session:  # noqa: N801 - mimics the attribute the workspace logic reads
-        client_capabilities = None
-        can_send_request = False
 
 
 def render_content(blocks: list) -> str:

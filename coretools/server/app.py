@@ -1,16 +1,15 @@
 """The MCP layer: lists the registry, validates, runs, and turns every failure into a result.
 
-It knows no tool by name: even its instructions are built from the published tools' hints. Per
-connection it decides the workspace (operator roots, narrowed by the client's roots on 2025-era
-connections that offer them), builds the tool context (progress, user confirmation through elicitation
-when the client supports it) and hands the call to `ToolSet`.
+It knows no tool by name: its instructions are built from the published tools' hints, and the resources
+they offer come from the tools themselves. Per connection it asks the client for its roots (2025-era
+connections that offer them) and has `workspaces.py` decide the workspace, builds the tool context (progress,
+user confirmation through elicitation when the client supports it) and hands the call to `ToolSet`.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import os
 import sys
 import warnings
 import weakref
@@ -24,14 +23,13 @@ from mcp import MCPError, types
 from mcp.server import Server, ServerRequestContext
 
 from coretools import __version__
-from coretools.errors import ErrorKind, ToolError
+from coretools.errors import ToolError
 from coretools.server.config import ServerConfig
 from coretools.server.limits import CallLimiter
-from coretools.server.resources import Resources, memory_path
+from coretools.server.resources import Resources, published
 from coretools.server.toolset import ToolSet
+from coretools.server.workspaces import Workspaces
 from coretools.sandbox.gateway import Workspace
-from coretools.workspace.hints import HintedWorkspace
-from coretools.sandbox.paths import RootError, protected_reason
 from coretools.sandbox.session import PROCESS, SessionScope
 from coretools.workspace.views import FileViews
 from coretools.tools.base import Elicitation, ToolContext, ToolResult
@@ -39,10 +37,11 @@ from coretools.tools.base import Elicitation, ToolContext, ToolResult
 logger = logging.getLogger("coretools")
 
 PREAMBLE = "coretools gives you Gemini CLI's core tools over a sandboxed workspace."
-CLOSING = """\
-Ignored files: walks (glob, search_file_content, read_many_files, list_directory) skip what .gitignore and
+IGNORED = """\
+Ignored files: walks ({walks}) skip what .gitignore and
 .geminiignore match and the default excludes (dependency, build and cache directories such as node_modules,
-dist, build, __pycache__, and .git); each of those tools has a parameter to include them.
+dist, build, __pycache__, and .git); each of those tools has a parameter to include them."""
+CLOSING = """\
 Protected files: anything inside a .git directory and secret environment files (.env, .env.local, ...; not
 .env.example) are refused by every tool{protected}.
 Errors explain what went wrong and how to fix the call; read them and retry accordingly."""
@@ -56,6 +55,9 @@ def instructions(toolset: ToolSet, config: ServerConfig | None = None) -> str:
     config = config or toolset.config
     lines = [PREAMBLE, _workspace_line(config), "The tools:"]
     lines += [f"- {tool.name}: {tool.hint}" for tool in toolset.tools() if tool.hint]
+    walks = [tool.name for tool in toolset.tools() if tool.skips_ignored]
+    if walks:
+        lines.append(IGNORED.format(walks=", ".join(walks)))
     protected = " (this server was started with --allow-protected, so they are not)" if config.allow_protected else ""
     lines.append(CLOSING.format(protected=protected))
     return "\n".join(lines)
@@ -75,93 +77,6 @@ def _workspace_line(config: ServerConfig) -> str:
         f"{'s' if len(config.roots) > 1 else ''} can be read or written. If your client offers roots of its "
         "own, the workspace narrows to them, and a path error lists the current roots."
     )
-
-
-class Workspaces:
-    """Decides and caches the workspace of each connection.
-
-    Operator roots (`--root`) are the hard boundary. A client's roots can narrow them, never widen them.
-    With no `--root`, the client's roots are the workspace when it offers them, else the current
-    directory (refused if that is `/` or the home directory, unless broad roots are allowed).
-    """
-
-    def __init__(self, config: ServerConfig) -> None:
-        self.config = config
-        self.base = HintedWorkspace(config.roots, allow_protected=config.allow_protected) if config.roots else None
-        self._by_connection: weakref.WeakKeyDictionary[Any, Workspace] = weakref.WeakKeyDictionary()
-        self._fallback: Workspace | None = None
-
-    def forget(self, ctx: ServerRequestContext) -> None:
-        """Drop a connection's workspace (its roots changed). Not closed here: calls in flight may still use
-        it; its descriptors close when the last reference goes (see `Workspace.__init__`)."""
-        key = _connection_key(ctx)
-        if key is not None:
-            self._by_connection.pop(key, None)
-
-    async def for_request(self, ctx: ServerRequestContext) -> Workspace:
-        key = _connection_key(ctx)
-        if key is not None and key in self._by_connection:
-            return self._by_connection[key]
-        workspace = await self._decide(ctx)
-        if key is None:
-            return workspace
-        if key in self._by_connection:  # a concurrent first call of the same connection decided first
-            return self._by_connection[key]
-        # A connection's own workspace is dropped with the connection (the mapping holds it weakly by key)
-        # and closes its descriptors once no call uses it any more.
-        self._by_connection[key] = workspace
-        return workspace
-
-    async def _decide(self, ctx: ServerRequestContext) -> Workspace:
-        client_roots = await _client_roots(ctx)
-        if self.base is not None:
-            if client_roots:
-                refused: list[str] = []
-                narrowed = self.base.narrowed(client_roots, refused)
-                if refused:
-                    logger.warning("refusing client roots: %s", "; ".join(refused))
-                if narrowed is not None:
-                    return narrowed
-                if not refused:
-                    logger.warning(
-                        "client roots %s do not overlap the configured roots %s; using the configured roots",
-                        client_roots,
-                        self.base.root_list(),
-                    )
-            return self.base
-        allow_broad = self.config.allow_broad_root
-        if client_roots:
-            usable = []
-            for root in client_roots:
-                try:
-                    checked = Workspace.check_root(root, allow_broad=allow_broad)
-                except RootError as exc:
-                    logger.warning("ignoring client root: %s", exc)
-                    continue
-                reason = None if self.config.allow_protected else protected_reason(os.path.realpath(checked))
-                if reason:
-                    logger.warning("refusing client root %s: it is %s, a protected path", checked, reason)
-                    continue
-                usable.append(checked)
-            if usable:
-                return HintedWorkspace(usable, allow_protected=self.config.allow_protected)
-            raise ToolError(
-                f"No workspace: the server was started without --root and none of the client's roots "
-                f"({', '.join(client_roots)}) can serve as one (the server log says why). Offer a project "
-                "directory as a root, or restart coretools with --root /path/to/project.",
-                ErrorKind.PATH_NOT_IN_WORKSPACE,
-            )
-        if self._fallback is None:
-            try:
-                cwd = Workspace.check_root(os.getcwd(), allow_broad=allow_broad)
-            except RootError as exc:
-                raise ToolError(
-                    f"No workspace: the server was started without --root, the client offered no roots, and the "
-                    f"current directory cannot serve as one ({exc}). Restart coretools with --root /path/to/project.",
-                    ErrorKind.PATH_NOT_IN_WORKSPACE,
-                ) from None
-            self._fallback = HintedWorkspace([cwd], allow_protected=self.config.allow_protected)
-        return self._fallback
 
 
 class Sessions:
@@ -265,7 +180,11 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
     toolset = toolset or ToolSet(config)
     workspaces = Workspaces(config)
     sessions = Sessions(config)
-    resources = Resources(workspaces.for_request, memory_path(config.http.transport, toolset.get("save_memory")))
+
+    async def workspace_for(ctx: ServerRequestContext) -> Workspace:
+        return await workspaces.for_connection(_connection_key(ctx), lambda: _client_roots(ctx))
+
+    resources = Resources(workspace_for, published(toolset.resources(), config.http.transport))
 
     @asynccontextmanager
     async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
@@ -287,9 +206,9 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         if toolset.get(params.name) is None:
             raise MCPError(code=types.INVALID_PARAMS, message=toolset.unknown_tool_message(params.name))
         try:
-            workspace = await workspaces.for_request(ctx)
+            workspace = await workspace_for(ctx)
         except ToolError as exc:
-            return ToolResult.error(exc.message, exc.kind)
+            return ToolResult.from_error(exc)
 
         async def progress(done: float, total: float | None = None, message: str | None = None) -> None:
             try:
@@ -317,7 +236,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         return result.to_mcp(structured=structured)
 
     async def on_roots_changed(ctx: ServerRequestContext, params: types.NotificationParams | None) -> None:
-        workspaces.forget(ctx)
+        workspaces.forget(_connection_key(ctx))
 
     server: Server = Server(
         "coretools",

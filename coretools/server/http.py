@@ -21,9 +21,9 @@ Around it this module adds what a shared daemon needs:
   logging with one summary line per interval;
 - uvicorn with logs on stderr and a bounded graceful shutdown on SIGINT/SIGTERM.
 
-`serve_http(config)` returns the process exit code: 0 after a clean shutdown, 2 for an HTTP configuration
-that is refused (with a message on stderr saying how to fix it); a tool's `ConfigurationError` is left to
-the CLI, which reports it the same way.
+`serve_http(config)` returns the process exit code: 0 after a clean shutdown, 2 for an HTTP setting that is
+refused (a `ConfigurationError`, with a message on stderr saying how to fix it); the one a tool raises while
+the tools are built is left to the CLI, which reports it the same way.
 """
 
 from __future__ import annotations
@@ -45,8 +45,13 @@ import pydantic_core
 from mcp_types import PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from coretools.errors import ConfigurationError
 from coretools.sandbox.process_settings import hold_secret
-from coretools.server.config import ServerConfig
+from coretools.sandbox.settings import limit_option
+from coretools.server.config import (
+    DEFAULT_HOST, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_PATH, DEFAULT_READ_TIMEOUT,
+    DEFAULT_SESSION_IDLE_TIMEOUT, ServerConfig,
+)  # fmt: skip
 from coretools.server.http_asgi import header, normal_path, request_path, send_body, send_json_error
 from coretools.server.message_errors import invalid_json_reason, request_id
 
@@ -55,20 +60,12 @@ logger = logging.getLogger("coretools.http")
 EXIT_OK, EXIT_USAGE = 0, 2
 GRACEFUL_SHUTDOWN_SECONDS = 5.0
 KEEP_ALIVE_SECONDS = 5.0
-DEFAULT_MAX_CONNECTIONS = 1024
-DEFAULT_READ_TIMEOUT = 10.0
-DEFAULT_MAX_SESSIONS = 256
-DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
 # Loopback names with any port, or none (the scheme's default port: `curl http://localhost/mcp` on port 80)
 LOOPBACK_HOSTS = [f"{name}{port}" for name in ("127.0.0.1", "localhost", "[::1]") for port in ("", ":*")]
 LOOPBACK_ORIGINS = [f"http://{name}" for name in LOOPBACK_HOSTS]
 WELL_KNOWN = "/.well-known/"
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 
-
-
-class ConfigurationRefused(Exception):
-    """A setting that must not be served; the message says what to change."""
 
 
 @dataclass
@@ -105,14 +102,14 @@ def is_loopback(host: str) -> bool:
 
 
 def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -> HttpSettings:
-    """Read and check the HTTP options; raise `ConfigurationRefused` for anything unsafe or unusable."""
+    """Read and check the HTTP options; raise `ConfigurationError` for anything unsafe or unusable."""
     env = os.environ if environ is None else environ
     options = config.http
-    host = options.host or "127.0.0.1"
+    host = options.host or DEFAULT_HOST
     port = options.port
     if not 0 <= port <= 65535:
-        raise ConfigurationRefused(f"--port {port} is not a TCP port; use 1-65535 (or 0 for any free port)")
-    path = options.path or "/mcp"
+        raise ConfigurationError(f"--port {port} is not a TCP port; use 1-65535 (or 0 for any free port)")
+    path = options.path or DEFAULT_PATH
     if not path.startswith("/"):
         path = "/" + path
     token: str | None = None
@@ -120,14 +117,14 @@ def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -
     if token_env:
         token = env.get(token_env, "")
         if not token.strip():
-            raise ConfigurationRefused(
+            raise ConfigurationError(
                 f"--auth-token-env {token_env}: the environment variable {token_env} is unset or empty; "
                 f"set it to a long random secret (e.g. `export {token_env}=$(openssl rand -hex 32)`)"
             )
         token = token.strip()
         hold_secret(token_env, env.get(token_env, ""))
     if not is_loopback(host) and token is None and not options.insecure_no_auth:
-        raise ConfigurationRefused(
+        raise ConfigurationError(
             f"refusing to serve on {host}, which is not a loopback address, without authentication: anyone "
             "who can reach it could read and change the workspace. Pass --auth-token-env NAME (clients then "
             "send 'Authorization: Bearer <token>'), bind to 127.0.0.1, or, only on a network you fully trust, "
@@ -135,7 +132,7 @@ def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -
         )
     allowed_origins = [o.rstrip("/") for o in options.allowed_origin]
     if "null" in (o.lower() for o in allowed_origins):
-        raise ConfigurationRefused(
+        raise ConfigurationError(
             "--allowed-origin null would let any web page in: sandboxed iframes, file:// and data: pages all "
             "send 'Origin: null'. Allow the real origin of the page instead"
         )
@@ -151,8 +148,8 @@ def settings_from(config: ServerConfig, environ: dict[str, str] | None = None) -
         allowed_origins=allowed_origins,
         max_connections=_whole_number("max_connections", options.max_connections, least=1),
         read_timeout=_seconds("read_timeout", options.read_timeout, zero_allowed=False),
-        max_sessions=max_sessions or None,  # 0: no limit
-        session_idle_timeout=idle or None,  # 0: sessions never expire
+        max_sessions=limit_option(max_sessions, "--max-sessions"),
+        session_idle_timeout=limit_option(idle, "--session-idle-timeout"),  # 0: sessions never expire
     )
 
 
@@ -163,7 +160,7 @@ def _flag(name: str) -> str:
 def _whole_number(name: str, value: int, least: int) -> int:
     value = int(value)
     if value < least:
-        raise ConfigurationRefused(f"{_flag(name)} {value}: use a whole number of at least {least}")
+        raise ConfigurationError(f"{_flag(name)} {value}: use a whole number of at least {least}")
     return value
 
 
@@ -171,7 +168,7 @@ def _seconds(name: str, value: float, zero_allowed: bool) -> float:
     value = float(value)
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
         rule = "0 or more" if zero_allowed else "more than 0"
-        raise ConfigurationRefused(f"{_flag(name)} {value:g}: use a number of seconds, {rule}")
+        raise ConfigurationError(f"{_flag(name)} {value:g}: use a number of seconds, {rule}")
     return value
 
 
@@ -438,7 +435,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except socket.gaierror as exc:
-            raise ConfigurationRefused(f"cannot resolve --host {host}: {exc.strerror}") from None
+            raise ConfigurationError(f"cannot resolve --host {host}: {exc.strerror}") from None
         family = infos[0][0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -446,7 +443,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.bind((host.strip("[]") or "0.0.0.0", port))
     except OSError as exc:
         sock.close()
-        raise ConfigurationRefused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(True)
     return sock
 
@@ -456,7 +453,7 @@ def serve_http(config: ServerConfig) -> int:
     try:
         settings = settings_from(config)
         sock = bind_socket(settings.host, settings.port)
-    except ConfigurationRefused as exc:
+    except ConfigurationError as exc:
         sys.stderr.write(f"coretools-mcp: error: {exc}\n")
         return EXIT_USAGE
     try:

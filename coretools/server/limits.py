@@ -44,7 +44,10 @@ import anyio
 import anyio.lowlevel
 
 from coretools.errors import ErrorKind
-from coretools.server.config import ServerConfig
+from coretools.sandbox.settings import limit_option
+from coretools.server.config import (
+    DEFAULT_MAX_QUEUED_CALLS, DEFAULT_MAX_SESSION_QUEUED_CALLS, DEFAULT_QUEUE_TIMEOUT, ServerConfig,
+)  # fmt: skip
 from coretools.tools.base import ToolResult
 
 Ctx = TypeVar("Ctx")
@@ -76,9 +79,9 @@ class CallLimiter:
 
     max_calls: int | None = None
     max_session_calls: int | None = None
-    max_queued_calls: int = 1024
-    max_session_queued_calls: int = 64
-    wait_limit: float | None = 60.0  # seconds a call may wait; None: no limit
+    max_queued_calls: int = DEFAULT_MAX_QUEUED_CALLS
+    max_session_queued_calls: int = DEFAULT_MAX_SESSION_QUEUED_CALLS
+    wait_limit: float | None = DEFAULT_QUEUE_TIMEOUT  # seconds a call may wait; None: no limit
     call_timeout_caps_wait: bool = False  # the wait limit is --call-timeout's, not --queue-timeout's
     running: int = 0
     queued: int = 0
@@ -99,15 +102,16 @@ class CallLimiter:
 
     @classmethod
     def from_config(cls, config: ServerConfig) -> CallLimiter:
-        queue_timeout = _positive_float(config.queue_timeout)
-        call_timeout = _positive_float(config.call_timeout)
+        queue_timeout = _seconds(limit_option(config.queue_timeout, "--queue-timeout"))
+        call_timeout = _seconds(limit_option(config.call_timeout, "--call-timeout"))
         wait_limit = _min_limit(queue_timeout, call_timeout)
-        session_queued = _non_negative(config.max_session_queued_calls)
-        # 0 for any of the three turns queueing off for every call, sessionless ones included
-        queued = _non_negative(config.max_queued_calls) if queue_timeout and session_queued else 0
+        session_queued = limit_option(config.max_session_queued_calls, "--max-session-queued-calls") or 0
+        queued = limit_option(config.max_queued_calls, "--max-queued-calls") or 0
+        if not (queue_timeout and session_queued):  # 0 for any of the three turns queueing off for every call,
+            queued = 0  # sessionless ones included
         return cls(
-            _positive(config.max_calls),
-            _positive(config.max_session_calls),
+            limit_option(config.max_calls, "--max-calls"),
+            limit_option(config.max_session_calls, "--max-session-calls"),
             max_queued_calls=queued,
             max_session_queued_calls=session_queued,
             wait_limit=wait_limit,
@@ -473,22 +477,8 @@ def _more(count: int) -> str:
     return f"{count} more of its calls {'is' if count == 1 else 'are'}"
 
 
-def _positive(value: Any) -> int | None:
-    """A limit from the command line: a positive int, or None (no limit) for absent, zero or negative."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
-
-
-def _non_negative(value: Any) -> int:
-    """A queue length from the command line: negative and absent mean no queue."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _positive_float(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    return None
+def _seconds(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _min_limit(a: float | None, b: float | None) -> float | None:

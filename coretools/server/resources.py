@@ -7,15 +7,15 @@ protected file is never listed), and a read locates the URI's path, opens it thr
 refuses it when the path, or the file it really is, is ignored or protected. The path is judged before
 any I/O, so refusing an ignored or protected path does not say whether such a file exists.
 
-The listing is paged: a cursor is a place in the walk's order (`walk_from.Position`) with the root it is
+The listing is paged: a cursor is a place in the walk's order (`resource_walk.Position`) with the root it is
 in and a fingerprint of the workspace's roots, so a page resumes the walk where the last one stopped and no
 page holds or rewalks the tree. A page holds at most `PAGE_SIZE` resources and judges at most
 `STEPS_PER_PAGE` entries (a tree of mostly ignored files gives short pages rather than a long stall).
 Cursors carry no secret: a made-up cursor can only name a place in a walk that applies every rule anyway.
 
-One template per root lets a client name any file below it (`file:///root/{+path}`). Over stdio the memory
-file save_memory appends to is listed first (it is the user's own, and the process serves one user); over
-HTTP it is not published.
+One template per root lets a client name any file below it (`file:///root/{+path}`). Files the tools offer
+(`Tool.resources`) are listed first; one that is one user's own is published over stdio only (the process
+serves one user), never over HTTP.
 
 No change notifications: noticing changes would need a watcher on every directory of every root (inotify
 watches are a limited, per-user resource) or a rescan; lists and reads are computed at each request, so they
@@ -34,7 +34,6 @@ import mimetypes
 import os
 from collections.abc import Callable
 from contextlib import closing
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
@@ -44,11 +43,11 @@ from mcp import MCPError, types
 from mcp.server import ServerRequestContext
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox import memory_file
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.paths import DirEntry, within
-from coretools.workspace.walk_from import Position, walk_after
+from coretools.workspace.resource_walk import Position, walk_after
+from coretools.tools.base import ToolResource
 from coretools.tools.filetypes import SNIFF_BYTES, classify
 
 logger = logging.getLogger("coretools")
@@ -184,11 +183,12 @@ def _printable(text: str) -> str:
 
 class Resources:
     """The resource handlers of one server. `workspace_for(ctx)` gives a request's workspace (raising
-    `ToolError` when there is none); `memory` is the memory file's path when it is published."""
+    `ToolError` when there is none); `offered` are the files the tools offer that this server publishes
+    (`published`)."""
 
-    def __init__(self, workspace_for: Callable[[ServerRequestContext], Any], memory: Path | None) -> None:
+    def __init__(self, workspace_for: Callable[[ServerRequestContext], Any], offered: list[ToolResource]) -> None:
         self._workspace_for = workspace_for
-        self.memory = memory
+        self.offered = offered
 
     def handlers(self) -> dict[str, Any]:
         """The `Server(...)` keyword arguments that publish the resources."""
@@ -211,8 +211,8 @@ class Resources:
         cursor = params.cursor if params is not None else None
         start = decode_cursor(ws, cursor) if cursor else (0, None)
         first: list[types.Resource] = []
-        if not cursor and self.memory is not None:
-            first = await anyio.to_thread.run_sync(self._memory_listing)
+        if not cursor and self.offered:
+            first = await anyio.to_thread.run_sync(self._offered_listing)
         page, next_cursor = await _in_thread(
             "listing resources", list_page, ws, start, PAGE_SIZE - len(first), anyio.from_thread.check_cancelled
         )
@@ -232,53 +232,57 @@ class Resources:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         path = uri_path(uri)
-        if self._is_memory(path):
-            found = await anyio.to_thread.run_sync(self._read_memory, uri)
+        offered = self._offered(path)
+        if offered is not None:
+            found = await anyio.to_thread.run_sync(_read_offered, offered, uri)
             return types.ReadResourceResult(contents=[found])
         ws = await self._workspace(ctx)
         found = await _in_thread(f"reading {uri}", read_file, ws, uri, path)
         return types.ReadResourceResult(contents=[found])
 
-    # -- the memory file --------------------------------------------------------------------------------
+    # -- the files the tools offer ------------------------------------------------------------------------
 
-    def _is_memory(self, path: str) -> bool:
-        if self.memory is None:
-            return False
-        return path == str(self.memory) or path == os.path.realpath(self.memory)
+    def _offered(self, path: str) -> ToolResource | None:
+        for offered in self.offered:
+            if path == str(offered.path) or path == os.path.realpath(offered.path):
+                return offered
+        return None
 
-    def _memory_listing(self) -> list[types.Resource]:
-        assert self.memory is not None
-        try:
-            st = os.stat(self.memory)
-        except OSError:
-            return []
-        return [
-            types.Resource(
-                uri=file_uri(str(self.memory)),
-                name=_printable(self.memory.name),
-                title=_printable(f"Memory ({self.memory.name})"),
-                description="The facts save_memory has stored for later sessions.",
-                mime_type="text/markdown",
-                size=st.st_size,
-                annotations=_annotations(st.st_mtime),
+    def _offered_listing(self) -> list[types.Resource]:
+        listed = []
+        for offered in self.offered:
+            try:
+                st = os.stat(offered.path)
+            except OSError:
+                continue
+            listed.append(
+                types.Resource(
+                    uri=file_uri(str(offered.path)),
+                    name=_printable(offered.path.name),
+                    title=_printable(offered.title),
+                    description=offered.description,
+                    mime_type=offered.mime_type,
+                    size=st.st_size,
+                    annotations=_annotations(st.st_mtime),
+                )
             )
-        ]
+        return listed
 
-    def _read_memory(self, uri: str) -> types.TextResourceContents | types.BlobResourceContents:
-        assert self.memory is not None
-        try:
-            found = memory_file.read_prefix(self.memory, MAX_READ_BYTES + 1)
-        except OSError as exc:
-            raise _invalid(uri, f"The memory file cannot be read: {exc.strerror or exc}") from None
-        if found is None:
-            raise _not_found(uri)
-        data, size = found
-        if len(data) > MAX_READ_BYTES:
-            raise _too_large(uri, size)
-        result = contents(uri, self.memory.name, data)
-        if isinstance(result, types.TextResourceContents):
-            result.mime_type = "text/markdown"
-        return result
+
+def _read_offered(offered: ToolResource, uri: str) -> types.TextResourceContents | types.BlobResourceContents:
+    try:
+        found = offered.read_prefix(MAX_READ_BYTES + 1)
+    except OSError as exc:
+        raise _invalid(uri, f"{offered.title} cannot be read: {exc.strerror or exc}") from None
+    if found is None:
+        raise _not_found(uri)
+    data, size = found
+    if len(data) > MAX_READ_BYTES:
+        raise _too_large(uri, size)
+    result = contents(uri, offered.path.name, data)
+    if isinstance(result, types.TextResourceContents):
+        result.mime_type = offered.mime_type
+    return result
 
 
 async def _in_thread(what: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -406,10 +410,7 @@ def _refusal(uri: str, exc: ToolError) -> MCPError:
     return _invalid(uri, f"Resource not available: {exc.message}")
 
 
-def memory_path(transport: str, tool: object) -> Path | None:
-    """The memory file to publish: save_memory's (`tool`, when it is published), over stdio only. Over HTTP
-    the server may serve several people, and the file is one user's."""
-    locate = getattr(tool, "memory_path", None)
-    if transport != "stdio" or not callable(locate):
-        return None
-    return Path(locate())
+def published(offered: list[ToolResource], transport: str) -> list[ToolResource]:
+    """The files the tools offer that a server on `transport` publishes: over HTTP the server may serve
+    several people, so a file that is one user's own is left out."""
+    return [found for found in offered if transport == "stdio" or not found.personal]

@@ -15,44 +15,25 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from coretools.errors import ErrorKind, ToolError
+from coretools.sandbox.settings import limit_option
 from coretools.server.config import ServerConfig
-from coretools.server.result_budget import fit
-from coretools.server.validation import ArgumentValidator
+from coretools.server.validation import CallArguments, invalid_parameters
 from coretools.tools import tool_modules
-from coretools.tools.base import Tool, ToolContext, ToolResult, options_from
+from coretools.tools.base import Tool, ToolContext, ToolResource, ToolResult, add_flags, options_from
+from coretools.tools.budget import fit
 
 if TYPE_CHECKING:  # annotations only: `history`, `undo` and the parser do without the MCP types
     import mcp_types as types
 
 logger = logging.getLogger("coretools")
-MAX_ERROR_CHARS = 20_000
-# How to make a call of each tool do less, for the message of a call stopped by --call-timeout.
-NARROWING = {
-    "run_shell_command": "run a shorter command, or start a long one in the background with its output "
-    "redirected to a file (`cmd > out.log 2>&1 &`) and read that file in a later call",
-    "search_file_content": "search a smaller directory (`path`) or fewer files (`include`)",
-    "glob": "use a more specific pattern or search a smaller directory",
-    "read_many_files": "name fewer files, or narrower patterns",
-    "web_fetch": "fetch fewer URLs per call",
-    "list_directory": "list a smaller directory",
-}
 
 
-def _clip(message: str) -> str:
-    """Error messages often echo an argument back; a megabyte-long argument must not come back whole."""
-    if len(message) <= MAX_ERROR_CHARS:
-        return message
-    half = MAX_ERROR_CHARS // 2
-    return f"{message[:half]}\n... [{len(message) - 2 * half} characters of this error message omitted] ...\n{message[-half:]}"
-
-
-def _timeout_message(name: str, seconds: float) -> str:
+def _timeout_message(tool: Tool, name: str, seconds: float) -> str:
     unit = "second" if seconds == 1 else "seconds"
-    how = NARROWING.get(name, "ask for less in one call")
     return (
         f"{name} was stopped after {seconds:g} {unit}, the most one tool call may take on this server (server "
         "option --call-timeout). What the call had started was ended and its partial results are lost. Narrow "
-        f"the call so that it finishes sooner: {how}."
+        f"the call so that it finishes sooner: {tool.narrowing}."
     )
 
 
@@ -60,10 +41,10 @@ def tool_classes() -> list[type[Tool]]:
     return [m.TOOL for m in tool_modules() if hasattr(m, "TOOL")]
 
 
-def add_tool_arguments(parser: argparse.ArgumentParser) -> None:
-    """Let every tool register its own server options."""
-    for cls in tool_classes():
-        cls.add_arguments(parser)
+def add_tool_arguments(parser: argparse._ActionsContainer) -> None:
+    """The flags of every tool's options, built from the fields of the options classes."""
+    for cls in option_classes():
+        add_flags(parser, cls)
 
 
 def option_classes() -> list[type]:
@@ -86,12 +67,11 @@ def tool_options(namespace: argparse.Namespace) -> dict[type, Any]:
 class Published:
     tool: Tool
     definition: types.Tool
-    validator: ArgumentValidator
+    arguments: CallArguments  # every dialect's names accepted; an unknown one is answered with the published
 
 
-def _validator(tool: Tool, definition: types.Tool) -> ArgumentValidator:
-    """Validation of every dialect's names; an unknown name is answered with the published ones."""
-    return ArgumentValidator(tool.accepted_schema(), list(definition.input_schema.get("properties", {})))
+def _published(tool: Tool, definition: types.Tool) -> Published:
+    return Published(tool, definition, CallArguments(tool, list(definition.input_schema.get("properties", {}))))
 
 
 class ToolSet:
@@ -120,7 +100,7 @@ class ToolSet:
                 logger.warning("tool %s is defined twice; keeping the first", tool.name)
                 continue
             definition = tool.definition(config.schema_dialect)
-            self._tools[definition.name] = Published(tool, definition, _validator(tool, definition))
+            self._tools[definition.name] = _published(tool, definition)
             if definition.name != tool.name:
                 self._other_names[tool.name] = definition.name
 
@@ -139,6 +119,10 @@ class ToolSet:
 
     def definitions(self) -> list[types.Tool]:
         return [p.definition for p in self._tools.values()]
+
+    def resources(self) -> list[ToolResource]:
+        """The files the published tools offer as MCP resources, in publishing order."""
+        return [found for p in self._tools.values() for found in p.tool.resources()]
 
     def get(self, name: str) -> Tool | None:
         published = self._published(name)
@@ -173,8 +157,8 @@ class ToolSet:
 
     def call_timeout(self) -> float | None:
         """The wall-clock limit of one call in seconds (`--call-timeout`), or None for no limit."""
-        value = self.config.call_timeout
-        return float(value) if value is not None and value > 0 else None
+        value = limit_option(self.config.call_timeout, "--call-timeout")
+        return None if value is None else float(value)
 
     async def call(self, name: str, arguments: Any, ctx: ToolContext) -> ToolResult:
         """Validate and run one call within `--call-timeout`. Never raises for a tool failure; cancellation
@@ -185,40 +169,30 @@ class ToolSet:
         cannot be killed, so the tools keep such work bounded)."""
         published = self._published(name)
         assert published is not None, name
-        args, problems = published.validator.validate(arguments)
-        problems = published.tool.missing(arguments) + problems
-        if not problems:
-            try:
-                translated = published.tool.translate(arguments or {})
-            except ToolError as exc:
-                problems = [exc.message]
-            else:
-                if translated != arguments:  # (newer names given: checked again as the published ones)
-                    args, problems = published.validator.validate(translated)
-        if problems:
-            lines = "\n".join(f"- {p}" for p in problems)
-            return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", ErrorKind.INVALID_TOOL_PARAMS)
+        try:
+            args = published.arguments.check(name, arguments)
+        except ToolError as exc:
+            return ToolResult.from_error(exc)
         ctx.result_chars = self.config.max_result_chars
         limit = self.call_timeout()
         result: ToolResult | None = None
         with anyio.move_on_after(limit) as scope, ctx.session.active():
-            result = await self._run(published, name, args, ctx)
+            result = await self._run(published.tool, name, args, ctx)
         if result is None or scope.cancelled_caught:
             logger.warning("call to %s stopped after %g s (--call-timeout)", name, limit)
-            return ToolResult.error(_timeout_message(name, limit or 0.0), ErrorKind.CALL_TIMEOUT)
-        return fit(result, ctx.result_chars, NARROWING.get(name, "ask for less in one call"))
+            return ToolResult.error(_timeout_message(published.tool, name, limit or 0.0), ErrorKind.CALL_TIMEOUT)
+        return fit(result, ctx.result_chars, published.tool.narrowing)
 
-    async def _run(self, published: Published, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def _run(self, tool: Tool, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
-            return await published.tool.run(args, ctx)
+            return await tool.run(args, ctx)
         except ToolError as exc:
-            return ToolResult.error(_clip(exc.message), exc.kind)
+            return ToolResult.from_error(exc)
         except Exception as exc:  # noqa: BLE001 - a bug must not take the server down or leak a traceback
             unusable = _unusable_text(exc, args)
             if unusable:
                 logger.info("tool %s refused unusable text: %s", name, exc)
-                lines = "\n".join(f"- {p}" for p in unusable)
-                return ToolResult.error(f"Invalid parameters for {name}:\n{lines}", ErrorKind.INVALID_TOOL_PARAMS)
+                return ToolResult.from_error(invalid_parameters(name, unusable))
             logger.exception("tool %s failed unexpectedly", name)
             return ToolResult.error(
                 f"Internal error in {name} ({type(exc).__name__}). This is a bug in coretools; the details are in "

@@ -8,6 +8,10 @@ are accepted where an integer is expected (`5.0` becomes `5`; some clients send 
 Published schemas stay inside the Gemini-safe subset of JSON Schema, so a small validator for that
 subset does the work (faster than `jsonschema`, and 3 MB less resident memory). A schema using any other
 keyword (a project-discovered tool's, say) is validated by `jsonschema`, imported only then.
+
+A call's arguments are checked in one step (`CallArguments.check`): validated in every dialect's names,
+translated to the published names (the tool's `translate`), and validated again as those, so `run` gets
+checked arguments in one shape whatever names the caller used.
 """
 
 from __future__ import annotations
@@ -16,7 +20,12 @@ import copy
 import difflib
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from coretools.errors import ErrorKind, ToolError
+
+if TYPE_CHECKING:
+    from coretools.tools.base import Tool
 
 SUPPORTED = {
     "type", "properties", "required", "items", "enum", "minimum", "maximum", "exclusiveMinimum",
@@ -72,6 +81,39 @@ class ArgumentValidator:
         if problems:
             return arguments, problems
         return _coerce(self.schema, _with_defaults(self.schema, arguments)), []
+
+
+class CallArguments:
+    """The arguments of one tool's calls: aliasing and validation as one step."""
+
+    def __init__(self, tool: Tool, published: list[str]) -> None:
+        """`published`: the parameter names of the schema the tool is published with, the ones an
+        unknown-parameter message lists."""
+        self.tool = tool
+        self.validator = ArgumentValidator(tool.accepted_schema(), published)
+
+    def check(self, name: str, arguments: Any) -> dict[str, Any]:
+        """The arguments of a call of tool `name` (as the caller named it), with defaults applied and in the
+        published names; `ToolError` (invalid parameters) listing every problem otherwise."""
+        args, problems = self.validator.validate(arguments)
+        problems = self.tool.missing(arguments) + problems
+        if not problems:
+            try:
+                translated = self.tool.translate(arguments or {})
+            except ToolError as exc:
+                problems = [exc.message]
+            else:
+                if translated != arguments:  # (newer names given: checked again as the published ones)
+                    args, problems = self.validator.validate(translated)
+        if problems:
+            raise invalid_parameters(name, problems)
+        return args
+
+
+def invalid_parameters(name: str, problems: list[str]) -> ToolError:
+    """The error of a call of tool `name` whose arguments have `problems`."""
+    lines = "\n".join(f"- {p}" for p in problems)
+    return ToolError(f"Invalid parameters for {name}:\n{lines}", ErrorKind.INVALID_TOOL_PARAMS)
 
 
 def _check(schema: dict[str, Any], value: Any, where: str, out: list[str], listed: list[str] | None = None) -> None:

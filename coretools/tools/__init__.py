@@ -2,8 +2,9 @@
 
 A module may instead (or also) expose `provide(options, *, roots, reserved) -> list[Tool]` for tools that
 exist only under some configuration (tools discovered from a project command, say), with the class of its
-`options` as `OPTIONS`. The server lists tools in the order below; a module that is not present is simply
-not published.
+`options` as `OPTIONS`; its fields are command-line flags like a tool's `Options` (see `base.option`). The
+server lists tools in the order below, and registers their flags in that order; a module that is not
+present is simply not published.
 """
 
 from __future__ import annotations

@@ -6,13 +6,18 @@ drift), a one-line `hint` for the server's instructions, optional server options
 `run`. The server layer validates arguments before `run` is called, so `run` receives a dict that matches
 the schema with defaults filled in.
 
-Options: a tool registers its command-line flags in `add_arguments` and declares them as `Options`, a frozen
-dataclass whose fields are those flags' destinations with the same defaults. The registry builds each
-`Options` once from the parsed command line (`options_from`) and passes it to the constructor, which finds
-it in `self.options`. A constructor that finds the options unusable raises `ConfigurationError`.
+Options are declared once: `Options` is a frozen dataclass whose fields are made by `option(default, flag,
+help)`, so each carries its command-line flag, help and default. The registry builds the flags from the
+fields (`add_flags`), builds each `Options` once from the parsed command line (`options_from`) and passes it
+to the constructor, which finds it in `self.options`. A constructor that finds the options unusable raises
+`ConfigurationError`.
 
-`run` returns a `ToolResult` or raises `ToolError` (an `isError` result the model reads). Any other
-exception is a bug; the server turns it into an `isError` result without a traceback and keeps serving.
+What the server needs to know of a tool it asks the tool, never its name: `narrowing` (how to ask for less
+when a call was too large or too slow) and `resources()` (files the tool offers as MCP resources).
+
+`run` returns a `ToolResult` or raises `ToolError` (an `isError` result the model reads; `ToolResult.from_error`
+is the one conversion). Any other exception is a bug; the server turns it into an `isError` result without a
+traceback and keeps serving. Work a tool runs in a worker thread calls `check_cancelled` between steps.
 """
 
 from __future__ import annotations
@@ -20,14 +25,17 @@ from __future__ import annotations
 import argparse
 import base64
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+import anyio
+import anyio.from_thread
+
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.session import PROCESS, SessionScope
-from coretools.workspace.views import FileViews
+from coretools.sandbox import PROCESS, SessionScope, Workspace, refuse_negative
+from coretools.workspace import FileViews
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -36,11 +44,16 @@ if TYPE_CHECKING:
 # classes). `from mcp import types` would run the SDK's `mcp/__init__.py`, which imports its client and server
 # (~0.4 s of CPU), and `mcp_types` alone takes ~0.15 s, which `history`, `undo` and the parser do without.
 
-__all__ = ["Elicitation", "NoOptions", "Tool", "ToolContext", "ToolError", "ToolResult", "options_from"]
+__all__ = [
+    "Elicitation", "NoOptions", "Tool", "ToolContext", "ToolError", "ToolResource", "ToolResult", "add_flags",
+    "check_cancelled", "option", "options_from",
+]  # fmt: skip
 
 # The most characters of text one result holds (`--max-result-chars`): about 20,000 tokens, under the
 # 25,000-token cap of the strictest common host.
 DEFAULT_RESULT_CHARS = 80_000
+# The most characters of an error message (`ToolResult.from_error`).
+MAX_ERROR_CHARS = 20_000
 
 ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 OptionsT = TypeVar("OptionsT")
@@ -49,6 +62,44 @@ OptionsT = TypeVar("OptionsT")
 @dataclass(frozen=True)
 class NoOptions:
     """The options of a tool that has none."""
+
+
+def option(
+    default: Any,
+    flag: str,
+    help: str,  # noqa: A002 - argparse's name
+    *,
+    metavar: str | None = None,
+    choices: Sequence[str] | None = None,
+) -> Any:
+    """A field of an options dataclass that is also a command-line flag, declared once: `flag` (its
+    destination is the field's name), `help` and `default`. The flag's kind follows from the default: False
+    is a switch, a tuple a repeatable option, an int or a float a number of that type, anything else text."""
+    return field(default=default, metadata={"flag": flag, "help": help, "metavar": metavar, "choices": choices})
+
+
+def add_flags(parser: argparse._ActionsContainer, cls: type) -> None:
+    """Register the flags of the options dataclass `cls`; a flag the parser already has (a field `cls`
+    shares with another tool's options, by inheritance) is registered once."""
+    for f in fields(cls):
+        flag = f.metadata.get("flag")
+        if flag is None:
+            raise TypeError(f"{cls.__name__}.{f.name} is not a flag: declare it with `option(default, flag, help)`")
+        if flag in parser._option_string_actions:  # noqa: SLF001 - argparse has no public lookup
+            continue
+        kwargs: dict[str, Any] = {"dest": f.name, "help": f.metadata["help"]}
+        if f.default is False:
+            kwargs["action"] = "store_true"
+        elif isinstance(f.default, tuple):
+            kwargs.update(action="append", default=list(f.default))
+        else:
+            kwargs["default"] = f.default
+            if type(f.default) in (int, float):
+                kwargs["type"] = type(f.default)
+        for key in ("metavar", "choices"):
+            if f.metadata[key] is not None:
+                kwargs[key] = f.metadata[key]
+        parser.add_argument(flag, **kwargs)
 
 
 def options_from(cls: type[OptionsT], namespace: argparse.Namespace) -> OptionsT:
@@ -121,6 +172,17 @@ class ToolResult:
         structured = {"error": {"kind": ErrorKind(kind).value, "message": message}}
         return cls([types.TextContent(type="text", text=message)], structured, True)
 
+    @classmethod
+    def from_error(cls, exc: ToolError) -> ToolResult:
+        """The result of a call that raised `exc`. Error messages often echo an argument back; a
+        megabyte-long argument must not come back whole, so the message keeps its head and tail."""
+        message = exc.message
+        if len(message) > MAX_ERROR_CHARS:
+            half = MAX_ERROR_CHARS // 2
+            omitted = f"\n... [{len(message) - 2 * half} characters of this error message omitted] ...\n"
+            message = message[:half] + omitted + message[-half:]
+        return cls.error(message, exc.kind)
+
     def to_mcp(self, *, structured: bool = False) -> types.CallToolResult:
         """The MCP result. The structured part is left out unless asked for: several hosts (Claude Code,
         VS Code) hand the model only `structuredContent` when a result carries it, and ours holds the
@@ -136,6 +198,31 @@ class ToolResult:
         import mcp_types as types
 
         return "\n".join(b.text for b in self.content if isinstance(b, types.TextContent))
+
+
+@dataclass(frozen=True)
+class ToolResource:
+    """A file a tool offers as an MCP resource besides the workspace's own (save_memory's memory file)."""
+
+    path: Path  # absolute; its `file://` URI names the resource
+    title: str
+    description: str
+    mime_type: str
+    # At most `limit` bytes of the file and its size, or None when there is no file; OSError when it cannot
+    # be read. The tool reads it as it reads it itself (a FIFO in its place must not block the server).
+    read_prefix: Callable[[int], tuple[bytes, int] | None]
+    # One user's file: published only where the server serves one user (stdio), never over HTTP.
+    personal: bool = True
+
+
+def check_cancelled() -> None:
+    """Raise if the call this worker thread serves was cancelled (by --call-timeout, say). Work that can take
+    long calls it between steps; on the event loop, or outside AnyIO's worker threads, there is nothing to
+    check."""
+    try:
+        anyio.from_thread.check_cancelled()
+    except RuntimeError:
+        pass
 
 
 def text_block(text: str) -> types.TextContent:
@@ -190,13 +277,17 @@ class Tool:
     latest_schema: ClassVar[dict[str, Any] | None] = None
     # Required parameters a newer dialect supplies another way (besides aliases): published name -> its names.
     required_via: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # How to make a call of this tool do less, for a result cut to the budget and a call stopped by
+    # --call-timeout: "... Narrow the call: <narrowing>."
+    narrowing: ClassVar[str] = "ask for less in one call"
+    # The tool walks directories and skips what ignore files and the default excludes match, with a parameter
+    # to include them: the server's instructions name it where they say so.
+    skips_ignored: ClassVar[bool] = False
 
     def __init__(self, options: Any = None) -> None:
         self.options = self.Options() if options is None else options
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        """Register server options this tool owns (e.g. `--search-max-matches`); `Options` declares them."""
+        for f in fields(self.options):  # however the options were built, a negative number is refused
+            refuse_negative(f.metadata.get("flag") or f.name, getattr(self.options, f.name))
 
     def unavailable_reason(self) -> str | None:
         """Why this tool is not published with the current configuration, or None."""
@@ -207,6 +298,10 @@ class Tool:
 
     async def aclose(self) -> None:
         """Called once when the server stops; release processes and other resources."""
+
+    def resources(self) -> list[ToolResource]:
+        """Files this tool offers as MCP resources besides the workspace's (none by default)."""
+        return []
 
     def accepted_schema(self) -> dict[str, Any]:
         """What a call is validated against: the published schema, every alias (typed as the parameter it

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from coretools.errors import ConfigurationError, ErrorKind, ToolError
-from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.sandbox.process_settings import signal_name, stop_message
-from coretools.sandbox.runner import Runner, run_blocking
+from coretools.tools.base import Tool, ToolContext, ToolResult, option
+from coretools.sandbox import Runner, run_blocking, signal_name, stop_message
 from coretools.tools.process_options import ProcessOptions
 
 logger = logging.getLogger("coretools")
@@ -102,11 +101,21 @@ def _declarations(data: Any) -> list[Any]:
 
 @dataclass(frozen=True)
 class DiscoveryOptions(ProcessOptions):
-    """`--discovery-command`, `--call-command` (registered by run_shell_command, next to the process options
-    these tools share with it)."""
+    """`--discovery-command`, `--call-command`, and the process options these tools share with
+    run_shell_command."""
 
-    discovery_command: str | None = None
-    call_command: str | None = None
+    discovery_command: str | None = option(
+        None,
+        "--discovery-command",
+        "at start, run CMD; it prints a JSON array of function declarations, each published as a tool",
+        metavar="CMD",
+    )
+    call_command: str | None = option(
+        None,
+        "--call-command",
+        "run a discovered tool as `CMD <tool name>` with its JSON arguments on stdin",
+        metavar="CMD",
+    )
 
 
 OPTIONS = DiscoveryOptions

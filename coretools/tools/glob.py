@@ -14,18 +14,17 @@ from typing import Any
 import anyio
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, check_rg_argument
-from coretools.sandbox.ignore import IgnoreOptions
-from coretools.workspace.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_by, ignored_chain, include_hint
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import Location, WalkBounds, WalkReport
+from coretools.sandbox import (
+    MAX_GLOB_CHARS, FileTable, IgnoreOptions, Location, Scope, WalkBounds, WalkReport, Workspace,
+    check_rg_argument, depth_cut, find_files, glob_escape, globmatch, has_magic, name_filter, search_scopes,
+    split_literal_prefix, strip_prefix, walk_order,
+)
+from coretools.workspace import (
+    RESPECT_PARAMETERS, Ignored, describe_chain, ignored_by, ignored_chain, include_hint,
+)
 from coretools.tools.budget import lines_that_fit
 from coretools.tools.dialects import latest_from
-from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.sandbox.matcher import globmatch
-from coretools.sandbox.patterns.glob import glob_escape, has_magic, split_literal_prefix
-from coretools.sandbox.rgglobs import name_filter
-from coretools.sandbox.walk import FileTable, Scope, depth_cut, find_files, search_scopes, walk_order
+from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled
 
 RECENT_SECONDS = 24 * 3600
 MAX_RESULTS = 5000
@@ -35,6 +34,8 @@ MAX_PREFIX_DIRS = 64  # case variants of a pattern's literal directories followe
 class Glob(Tool):
     name = "glob"
     title = "Find files"
+    narrowing = "use a more specific pattern or search a smaller directory"
+    skips_ignored = True
     hint = "find files by name pattern, such as '**/*.py'."
     description = (
         "Efficiently finds files matching a glob pattern (e.g. 'src/**/*.ts', '**/*.{md,txt}', 'docs/*.md'), "
@@ -161,7 +162,7 @@ def _depth_cut(ws: Workspace, starts: list[tuple[Location, str, list[Ignored]]],
     only: rg does not say). Patterns that match only in their start directory are not walked."""
     for base, rest, _ in starts:
         if "/" in rest or "**" in rest:
-            where = depth_cut(ws, base, options, WalkBounds().max_depth, anyio.from_thread.check_cancelled)
+            where = depth_cut(ws, base, options, WalkBounds().max_depth, check_cancelled)
             if where:
                 return where
     return None
@@ -288,9 +289,10 @@ def _starts(
     for scope in scopes:
         local = _without_dot_prefix(pattern)
         if local.startswith("/"):  # an absolute pattern inside this scope becomes relative to it
-            if not local.startswith(scope.shown.rstrip("/") + "/"):
+            below = strip_prefix(local, scope.shown)
+            if not below:
                 continue
-            local = _without_dot_prefix(local[len(scope.shown.rstrip("/")) + 1 :])
+            local = _without_dot_prefix(below)
         if not has_magic(local) or _literal_exists(ws, scope.loc, local):
             local = glob_escape(local)  # a name such as 'file[1].txt' that exists is meant literally
         prefix, rest = split_literal_prefix(local)

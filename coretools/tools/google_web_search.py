@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.base import Tool, ToolContext, ToolResult, option
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_MODEL = "gemini-2.5-flash"
@@ -73,8 +73,18 @@ def response_text(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class WebSearchOptions:
-    web_search_model: str = DEFAULT_MODEL
-    web_search_timeout: float = DEFAULT_TIMEOUT
+    web_search_model: str = option(
+        DEFAULT_MODEL,
+        "--web-search-model",
+        f"Gemini model google_web_search asks (default: {DEFAULT_MODEL})",
+        metavar="MODEL",
+    )
+    web_search_timeout: float = option(
+        DEFAULT_TIMEOUT,
+        "--web-search-timeout",
+        f"time allowed for one search (default: {DEFAULT_TIMEOUT:g})",
+        metavar="SECONDS",
+    )
 
 
 class GoogleWebSearch(Tool):
@@ -98,22 +108,6 @@ class GoogleWebSearch(Tool):
     read_only = True
     idempotent = False
     open_world = True
-
-    @classmethod
-    def add_arguments(cls, parser) -> None:  # noqa: ANN001
-        parser.add_argument(
-            "--web-search-model",
-            default=DEFAULT_MODEL,
-            metavar="MODEL",
-            help=f"Gemini model google_web_search asks (default: {DEFAULT_MODEL})",
-        )
-        parser.add_argument(
-            "--web-search-timeout",
-            type=float,
-            default=DEFAULT_TIMEOUT,
-            metavar="SECONDS",
-            help=f"time allowed for one search (default: {DEFAULT_TIMEOUT:g})",
-        )
 
     def unavailable_reason(self) -> str | None:
         if api_key() is None:

@@ -8,17 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import anyio.from_thread
 
 from coretools.errors import ErrorKind, ProtectedPath, ToolError
-from coretools.sandbox.ignore import IgnoreOptions
-from coretools.workspace.ignore_reason import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_chain, include_hint
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import DirEntry, Location, protected_name
+from coretools.sandbox import DirEntry, IgnoreOptions, Location, Workspace, name_matches, protected_name
+from coretools.workspace import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_chain, include_hint
 from coretools.tools.budget import lines_that_fit
 from coretools.tools.dialects import latest_from
-from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.sandbox.matcher import name_matches
+from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled
 
 MAX_ENTRIES_SHOWN = 5000
 _CHECK_EVERY = 1000  # entries between two cancellation checks
@@ -37,6 +33,8 @@ class _Tally:
 class ListDirectory(Tool):
     name = "list_directory"
     title = "List directory"
+    narrowing = "list a smaller directory"
+    skips_ignored = True
     hint = "see what one directory holds, to find your way around the workspace."
     description = (
         "Lists the files and subdirectories directly inside a directory: directories first (marked [DIR]), then "
@@ -212,7 +210,7 @@ def _checked(entries: Iterable[DirEntry]) -> Iterator[DirEntry]:
     millions): a call that timed out stops listing."""
     for count, entry in enumerate(entries):
         if count % _CHECK_EVERY == 0:
-            anyio.from_thread.check_cancelled()
+            check_cancelled()
         yield entry
 
 

@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 import anyio
-import anyio.from_thread
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.ignore import IgnoreOptions
-from coretools.sandbox.paths import Node
+from coretools.sandbox import IgnoreOptions, Node
 from coretools.tools.base import (
     Tool,
     ToolContext,
     ToolResult,
     audio_block,
     blob_block,
+    check_cancelled,
     image_block,
     text_block,
 )
+from coretools.tools.budget import lines_that_fit
 from coretools.tools.dialects import latest_from
 from coretools.tools.filetypes import (
     LINE_CUT_MARKER, MAX_LINE_CHARS, SNIFF_BYTES, Window, classify, read_window, window_of_content,
@@ -212,26 +212,12 @@ HEADER_CHARS = 800
 
 def _fitted(window: Window, budget: int) -> tuple[Window, bool]:
     """The window cut to the lines that fit the result budget (at least one line), and whether it was cut."""
-    if budget <= 0:
+    count = lines_that_fit(window.lines, budget, HEADER_CHARS)
+    if count == len(window.lines):
         return window, False
-    room = max(budget - HEADER_CHARS, 1)
-    used = 0
-    for count, line in enumerate(window.lines):
-        used += len(line) + 1
-        if used > room and count:
-            kept = window.lines[:count]
-            cut = sum(1 for kept_line in kept if kept_line.endswith(LINE_CUT_MARKER))
-            return Window(kept, window.start, window.total, cut), True
-    return window, False
-
-
-def check_cancelled() -> None:
-    """Raise if the call this worker thread serves was cancelled (--call-timeout); a call run on the event
-    loop (small files) has nothing to check."""
-    try:
-        anyio.from_thread.check_cancelled()
-    except RuntimeError:
-        pass
+    kept = window.lines[:count]
+    cut = sum(1 for kept_line in kept if kept_line.endswith(LINE_CUT_MARKER))
+    return Window(kept, window.start, window.total, cut), True
 
 
 def _too_large(path: str, size: int) -> ToolError:

@@ -10,14 +10,15 @@ import anyio
 import anyio.from_thread
 
 from coretools.errors import ToolError
-from coretools.sandbox.ignore import IgnoreOptions
-from coretools.sandbox.paths import Location, WalkReport
+from coretools.sandbox import (
+    IgnoreOptions, Location, WalkReport, globmatch, has_magic, limit_option, relative_to, strip_prefix,
+    walk_files,
+)
 from coretools.tools.dialects import latest_from
-from coretools.tools.base import Tool, ToolContext, ToolResult, audio_block, blob_block, image_block, text_block
+from coretools.tools.base import (
+    Tool, ToolContext, ToolResult, audio_block, blob_block, check_cancelled, image_block, option, text_block,
+)  # fmt: skip
 from coretools.tools.filetypes import SNIFF_BYTES, classify, extension, read_window
-from coretools.sandbox.matcher import globmatch
-from coretools.sandbox.patterns.glob import has_magic
-from coretools.sandbox.walk import relative_to, walk_files
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_FILES = 500
@@ -48,7 +49,14 @@ class Plan:
 
 @dataclass(frozen=True)
 class ReadManyOptions:
-    max_media_bytes: int = DEFAULT_MEDIA_BUDGET  # 0: no limit
+    max_media_bytes: int = option(  # 0: no limit
+        DEFAULT_MEDIA_BUDGET,
+        "--max-media-bytes",
+        "base64-encoded size of all the images, audio and PDFs one read_many_files call returns (apart from the "
+        "text's result budget, --max-result-chars); further media files are skipped and listed; 0 for no limit "
+        f"(default: {DEFAULT_MEDIA_BUDGET}, i.e. {DEFAULT_MEDIA_BUDGET // (1024 * 1024)} MiB)",
+        metavar="BYTES",
+    )
 
 
 class ReadManyFiles(Tool):
@@ -57,6 +65,8 @@ class ReadManyFiles(Tool):
     hint = "read several files at once, named by path, directory or glob pattern."
     Options = ReadManyOptions
     options: ReadManyOptions
+    narrowing = "name fewer files, or narrower patterns"
+    skips_ignored = True
     description = (
         "Reads the content of several files at once, named by path, directory or glob pattern (relative to the "
         "primary workspace root), and concatenates the text with a '--- <path> ---' line before each file. "
@@ -138,18 +148,6 @@ class ReadManyFiles(Tool):
             del args["include"]
         return super().translate(args)
 
-    @classmethod
-    def add_arguments(cls, parser) -> None:  # noqa: ANN001
-        parser.add_argument(
-            "--max-media-bytes",
-            type=int,
-            default=DEFAULT_MEDIA_BUDGET,
-            metavar="BYTES",
-            help="base64-encoded size of all the images, audio and PDFs one read_many_files call returns (apart "
-            "from the text's result budget, --max-result-chars); further media files are skipped and listed; 0 for no "
-            f"limit (default: {DEFAULT_MEDIA_BUDGET}, i.e. {DEFAULT_MEDIA_BUDGET // (1024 * 1024)} MiB)",
-        )
-
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await anyio.to_thread.run_sync(self._run, args, ctx)
 
@@ -203,9 +201,9 @@ class ReadManyFiles(Tool):
                 local = []
                 for g in globs:
                     if g.startswith("/"):
-                        if not g.startswith(root.shown.rstrip("/") + "/"):
+                        g = strip_prefix(g, root.shown) or ""
+                        if not g:
                             continue
-                        g = g[len(root.shown.rstrip("/")) + 1 :]
                     local.append(g)
                 if not local:
                     continue
@@ -238,11 +236,11 @@ class ReadManyFiles(Tool):
         read: list[str] = []
         limit = ctx.result_chars if ctx.result_chars > 0 else MAX_TOTAL_CHARS
         budget = limit - min(SKIPPED_LIST_CHARS, limit // 4)  # room for the list of skipped files
-        media = MediaBudget(self.options.max_media_bytes)
+        media = MediaBudget(limit_option(self.options.max_media_bytes, "--max-media-bytes"))
         paths = sorted(plan.files)
         lowered = [p.lower() for p in patterns]
         for number, shown in enumerate(paths, 1):
-            anyio.from_thread.check_cancelled()
+            check_cancelled()
             if number % 50 == 0:
                 try:
                     anyio.from_thread.run(ctx.progress, float(number), float(len(paths)), f"read {number} files")
@@ -289,7 +287,7 @@ class ReadManyFiles(Tool):
                     if kind.kind == "binary":
                         plan.skipped.append((node.path, "binary file"))
                         continue
-                    window = read_window(handle, kind, 0, DEFAULT_LINE_LIMIT, check=anyio.from_thread.check_cancelled)
+                    window = read_window(handle, kind, 0, DEFAULT_LINE_LIMIT, check=check_cancelled)
                     if ctx.views is not None:
                         ctx.views.saw(node.path, node.st)
             except ToolError as exc:
@@ -327,12 +325,12 @@ class ReadManyFiles(Tool):
 class MediaBudget:
     """The base64 bytes of media one call may still return."""
 
-    limit: int
+    limit: int | None  # None: no limit
     used: int = 0
 
     def refusal(self, size: int) -> str | None:
         """Why a media file of `size` bytes is not read, or None. The first one always fits."""
-        if self.used == 0 or self.limit <= 0 or self.used + encoded_size(size) <= self.limit:
+        if self.used == 0 or self.limit is None or self.used + encoded_size(size) <= self.limit:
             return None
         return (
             f"media budget of this call reached: {self.used:,} of {self.limit:,} bytes of base64-encoded images, "

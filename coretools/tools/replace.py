@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import anyio.from_thread
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import Location
+from coretools.sandbox import Location, Workspace
 from coretools.tools import textedit as te
 from coretools.tools.dialects import latest_from
-from coretools.tools.base import ToolContext, ToolResult
+from coretools.tools.base import ToolContext, ToolResult, check_cancelled
 
 _SPLIT_EDIT = (
     "Make the change in smaller steps: replace fewer occurrences per call (a lower expected_replacements, with "
@@ -232,7 +230,7 @@ def _recovered_plan(loc: Location, path: str, st, text: str, codec: te.Codec, br
     where (or refuses, the file untouched); its replacements take the file's line endings."""
     old_string: str = args["old_string"]
     text_lf = te.to_lf(text) if breaks.crlf else text
-    found = te.recover(text_lf, te.to_lf(old_string), te.to_lf(args["new_string"]), check=_check_cancelled)
+    found = te.recover(text_lf, te.to_lf(old_string), te.to_lf(args["new_string"]), check=check_cancelled)
     if not found.count:
         raise ToolError(_no_match_message(path, text, old_string, found.nearest), ErrorKind.EDIT_NO_OCCURRENCE_FOUND)
     expected = found.count if args.get("allow_multiple") else args["expected_replacements"]
@@ -278,15 +276,6 @@ def _check_count(path: str, text: str, starts: list[int], found: int, expected: 
         "lines in old_string so that it matches exactly once.",
         ErrorKind.EDIT_EXPECTED_OCCURRENCE_MISMATCH,
     )
-
-
-def _check_cancelled() -> None:
-    """Raise if the call this worker thread serves was cancelled (by --call-timeout, say); a plan run outside
-    AnyIO's worker threads has nothing to check."""
-    try:
-        anyio.from_thread.check_cancelled()
-    except RuntimeError:
-        pass
 
 
 def _plural(n: int, word: str) -> str:
@@ -452,7 +441,7 @@ def _no_match_message(path: str, text: str, old_string: str, nearest: str = "") 
     if nearest:
         parts.append(nearest)
         return "\n".join(parts)
-    similar = te.similar_lines(text, old_string, check=_check_cancelled)
+    similar = te.similar_lines(text, old_string, check=check_cancelled)
     if similar:
         parts.append(similar)
         parts.append("Copy the exact text from these lines into old_string (without the line numbers).")

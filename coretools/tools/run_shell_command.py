@@ -19,7 +19,6 @@ where only the roots are writable.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import logging
@@ -34,28 +33,15 @@ from typing import Any
 import anyio
 
 from coretools.errors import ConfigurationError, ErrorKind, ToolError
-from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
-from coretools.sandbox.process_settings import (
-    DEFAULT_INACTIVITY_TIMEOUT,
-    DEFAULT_WALL_TIMEOUT,
-    SANDBOX_MODES,
-    signal_name,
-    stop_message,
+from coretools.tools.base import Tool, ToolContext, ToolResult, option, text_block
+from coretools.sandbox import (
+    PROCESS, CommandRefused, GitState, GitWatch, Outcome, RunSpec, Runner, ShellPolicy, agreeing_locale,
+    changes, limit_option, read_only_error, runs_programs, shorten, signal_name, stop_message, user_parent,
+    warning,
 )
-from coretools.workspace.background import (
-    DEFAULT_LIFETIME,
-    DEFAULT_MAX_JOBS,
-    BackgroundJob,
-    BackgroundJobs,
-    Limits,
-    TooManyJobs,
+from coretools.workspace import (
+    DEFAULT_LIFETIME, DEFAULT_MAX_JOBS, BackgroundJob, BackgroundJobs, Limits, TooManyJobs,
 )
-from coretools.sandbox.runner import Outcome, Runner, RunSpec, shorten
-from coretools.sandbox.scratch import read_only_error, user_parent
-from coretools.sandbox.session import PROCESS
-from coretools.sandbox.git_watch import GitState, GitWatch, changes, warning
-from coretools.sandbox.exec_policy import runs_programs
-from coretools.sandbox.shell_policy import CommandRefused, ShellPolicy, agreeing_locale
 from coretools.tools.process_options import ProcessOptions
 
 MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
@@ -66,11 +52,32 @@ logger = logging.getLogger("coretools")
 
 @dataclass(frozen=True)
 class ShellOptions(ProcessOptions):
-    no_shell: bool = False
-    allow_command: tuple[str, ...] = ()
-    deny_command: tuple[str, ...] = ()
-    max_background_commands: int = DEFAULT_MAX_JOBS
-    background_timeout: float | None = DEFAULT_LIFETIME
+    no_shell: bool = option(False, "--no-shell", "do not publish run_shell_command")
+    allow_command: tuple[str, ...] = option(
+        (),
+        "--allow-command",
+        "allow only shell commands starting with these words (repeatable; every sub-command of a pipeline or "
+        "list must match; substitutions, eval, arithmetic and redirections to files are refused; programs that "
+        "can run programs, such as git, sed or find, are held to an argument policy and git runs with hardened "
+        "configuration)",
+        metavar="PREFIX",
+    )
+    deny_command: tuple[str, ...] = option(
+        (), "--deny-command", "refuse shell commands starting with these words (repeatable)", metavar="PREFIX"
+    )
+    max_background_commands: int = option(
+        DEFAULT_MAX_JOBS,
+        "--max-background-commands",
+        "at most N commands started with is_background run at once; 0 turns is_background off "
+        f"(default: {DEFAULT_MAX_JOBS})",
+        metavar="N",
+    )
+    background_timeout: float | None = option(
+        DEFAULT_LIFETIME,
+        "--background-timeout",
+        f"stop a background command (is_background) after this long; 0 disables (default: {DEFAULT_LIFETIME:g})",
+        metavar="SECONDS",
+    )
 
 
 class RunShellCommand(Tool):
@@ -79,6 +86,10 @@ class RunShellCommand(Tool):
     hint = "run a bash command in the workspace: build, test, git, or anything the other tools cannot do."
     Options = ShellOptions
     options: ShellOptions
+    narrowing = (
+        "run a shorter command, or start a long one in the background with its output redirected to a file "
+        "(`cmd > out.log 2>&1 &`) and read that file in a later call"
+    )
     read_only = False
     destructive = True
     idempotent = False
@@ -153,102 +164,6 @@ class RunShellCommand(Tool):
         "required": ["command"],
     }
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--no-shell", action="store_true", help="do not publish run_shell_command")
-        parser.add_argument(
-            "--allow-command",
-            action="append",
-            default=[],
-            metavar="PREFIX",
-            help="allow only shell commands starting with these words (repeatable; every sub-command of a "
-            "pipeline or list must match; substitutions, eval, arithmetic and redirections to files are refused; "
-            "programs that can run programs, such as git, sed or find, are held to an argument policy and git runs "
-            "with hardened configuration)",
-        )
-        parser.add_argument(
-            "--deny-command",
-            action="append",
-            default=[],
-            metavar="PREFIX",
-            help="refuse shell commands starting with these words (repeatable)",
-        )
-        parser.add_argument(
-            "--shell-env",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="pass this environment variable to commands even though its name looks secret (repeatable)",
-        )
-        parser.add_argument(
-            "--shell-timeout",
-            type=float,
-            default=DEFAULT_WALL_TIMEOUT,
-            metavar="SECONDS",
-            help=f"wall-clock limit per command, also for discovered tools; 0 disables (default: {DEFAULT_WALL_TIMEOUT:g})",
-        )
-        parser.add_argument(
-            "--shell-inactivity-timeout",
-            type=float,
-            default=DEFAULT_INACTIVITY_TIMEOUT,
-            metavar="SECONDS",
-            help="stop a command after this long without output; 0 disables "
-            f"(default: {DEFAULT_INACTIVITY_TIMEOUT:g})",
-        )
-        parser.add_argument(
-            "--max-background-commands",
-            type=int,
-            default=DEFAULT_MAX_JOBS,
-            metavar="N",
-            help="at most N commands started with is_background run at once; 0 turns is_background off "
-            f"(default: {DEFAULT_MAX_JOBS})",
-        )
-        parser.add_argument(
-            "--background-timeout",
-            type=float,
-            default=DEFAULT_LIFETIME,
-            metavar="SECONDS",
-            help="stop a background command (is_background) after this long; 0 disables "
-            f"(default: {DEFAULT_LIFETIME:g})",
-        )
-        parser.add_argument(
-            "--shell-sandbox",
-            choices=list(SANDBOX_MODES),
-            default="auto",
-            help="the OS sandbox of every command: bwrap (bubblewrap: system read-only, only the roots, a private "
-            "/tmp and the package caches writable), landlock (the kernel's Landlock, no namespaces needed: writes "
-            "limited the same way), none (unconfined), or auto: bwrap where it works, else landlock, else none "
-            "with a warning (default: auto)",
-        )
-        parser.add_argument(
-            "--shell-no-network",
-            action="store_true",
-            help="commands get no network (bwrap: only loopback; landlock: no TCP, needs Linux 6.7); the server "
-            "refuses to start if the sandbox cannot hold it",
-        )
-        parser.add_argument(
-            "--shell-writable",
-            action="append",
-            default=[],
-            metavar="DIR",
-            help="let sandboxed commands write DIR too (repeatable)",
-        )
-        parser.add_argument(
-            "--shell-no-default-caches",
-            action="store_true",
-            help="do not let sandboxed commands write the package caches (XDG cache, npm, cargo, go, maven, gradle)",
-        )
-        parser.add_argument(
-            "--discovery-command",
-            metavar="CMD",
-            help="at start, run CMD; it prints a JSON array of function declarations, each published as a tool",
-        )
-        parser.add_argument(
-            "--call-command",
-            metavar="CMD",
-            help="run a discovered tool as `CMD <tool name>` with its JSON arguments on stdin",
-        )
-
     def __init__(self, options: ShellOptions | None = None) -> None:
         super().__init__(options)
         self.settings = self.options.settings()
@@ -257,10 +172,10 @@ class RunShellCommand(Tool):
         except ValueError as exc:
             raise ConfigurationError(f"--allow-command/--deny-command: {exc}") from None
         self.git_watch = GitWatch()
-        lifetime = self.options.background_timeout
+        lifetime = limit_option(self.options.background_timeout, "--background-timeout")
         self.limits = Limits(
-            max_jobs=max(self.options.max_background_commands, 0),
-            lifetime=float(lifetime) if lifetime and lifetime > 0 else None,
+            max_jobs=self.options.max_background_commands,
+            lifetime=None if lifetime is None else float(lifetime),
             log_cap=self.settings.output_cap,
         )
         self._base: str | None = None

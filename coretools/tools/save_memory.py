@@ -10,7 +10,7 @@ import anyio
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import memory_file
-from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.base import Tool, ToolContext, ToolResource, ToolResult, option
 
 # One fact, as given. The memory file is loaded into every later session's context, and Gemini CLI's memory
 # is for short facts ("I like pineapple on pizza"): 2,000 characters is a long paragraph, about 500 tokens of
@@ -20,7 +20,9 @@ MAX_FACT_CHARS = 2000
 
 @dataclass(frozen=True)
 class MemoryOptions:
-    memory_file: str | None = None  # None: ~/.gemini/GEMINI.md
+    memory_file: str | None = option(  # None: ~/.gemini/GEMINI.md
+        None, "--memory-file", "the file save_memory appends to (default: ~/.gemini/GEMINI.md)", metavar="PATH"
+    )
 
 
 class SaveMemory(Tool):
@@ -60,17 +62,22 @@ class SaveMemory(Tool):
     idempotent = False
     open_world = False
 
-    @classmethod
-    def add_arguments(cls, parser) -> None:  # noqa: ANN001
-        parser.add_argument(
-            "--memory-file",
-            metavar="PATH",
-            help="the file save_memory appends to (default: ~/.gemini/GEMINI.md)",
-        )
-
     def memory_path(self) -> Path:
         configured = self.options.memory_file
         return Path(configured).expanduser().absolute() if configured else memory_file.default_path()
+
+    def resources(self) -> list[ToolResource]:
+        """The memory file, which the user may want to see or attach (one user's: over stdio only)."""
+        path = self.memory_path()
+        return [
+            ToolResource(
+                path=path,
+                title=f"Memory ({path.name})",
+                description="The facts save_memory has stored for later sessions.",
+                mime_type="text/markdown",
+                read_prefix=lambda limit: memory_file.read_prefix(path, limit),
+            )
+        ]
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if len(args["fact"]) > MAX_FACT_CHARS:

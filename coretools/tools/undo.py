@@ -6,7 +6,6 @@ same journal as `coretools-mcp undo`, and is journaled itself, so an undo can be
 
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -15,17 +14,21 @@ import anyio
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.workspace import journal
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import Location
-from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.textedit.edit_tool import EditOptions, add_edit_arguments
+from coretools.sandbox import Location, Workspace
+from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled, option
+from coretools.tools.textedit.edit_tool import EditOptions
 
 
 @dataclass(frozen=True)
 class UndoOptions(EditOptions):
     """The journal's options (shared with the editing tools) and `--undo-tool`."""
 
-    undo_tool: bool = False
+    undo_tool: bool = option(
+        False,
+        "--undo-tool",
+        "publish an `undo` tool that restores a file from the edit journal, for hosts without checkpoints of their "
+        "own (off by default; `coretools-mcp undo` works either way)",
+    )
 
 
 class UndoTool(Tool):
@@ -63,17 +66,6 @@ class UndoTool(Tool):
     destructive = True
     idempotent = False
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        add_edit_arguments(parser)
-        if "--undo-tool" not in parser._option_string_actions:
-            parser.add_argument(
-                "--undo-tool",
-                action="store_true",
-                help="publish an `undo` tool that restores a file from the edit journal, for hosts without "
-                "checkpoints of their own (off by default; `coretools-mcp undo` works either way)",
-            )
-
     def unavailable_reason(self) -> str | None:
         if not self.options.undo_tool:
             return "off by default; start the server with --undo-tool to publish it"
@@ -89,7 +81,7 @@ class UndoTool(Tool):
 
     def _undo(self, ws: Workspace, loc: Location, edit_id: int | None) -> journal.Undone:
         """Under the file's edit lock (given up if the call is cancelled while waiting for it)."""
-        lock = ws.lock_edit(loc, cancelled=anyio.from_thread.check_cancelled)
+        lock = ws.lock_edit(loc, cancelled=check_cancelled)
         try:
             target = lock.key
             settings = self.options.journal_settings

@@ -18,7 +18,8 @@ import anyio
 from coretools import __version__
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import netpolicy
-from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.base import Tool, ToolContext, ToolResult, option
+from coretools.tools.budget import room
 
 MAX_URLS = 20
 DEFAULT_TIMEOUT = 10.0
@@ -162,9 +163,8 @@ RESERVE_CHARS = 4_000
 
 def text_budget(result_chars: int) -> int:
     """The characters of page text one call returns: what the result budget leaves (at most TEXT_BUDGET)."""
-    if result_chars <= 0:
-        return TEXT_BUDGET
-    return max(min(TEXT_BUDGET, result_chars - RESERVE_CHARS), 1_000)
+    space = room(result_chars, RESERVE_CHARS, least=1_000)
+    return TEXT_BUDGET if space is None else min(TEXT_BUDGET, space)
 
 
 def share_budget(lengths: list[int], budget: int) -> list[int]:
@@ -215,9 +215,27 @@ class Page:
 
 @dataclass(frozen=True)
 class WebFetchOptions:
-    web_fetch_private: str = "allow"  # "deny": no loopback or private-network addresses
-    web_fetch_timeout: float = DEFAULT_TIMEOUT
-    web_fetch_max_bytes: int = DEFAULT_CALL_BYTES
+    web_fetch_private: str = option(  # "deny": no loopback or private-network addresses
+        "allow",
+        netpolicy.PRIVATE_OPTION,
+        "whether web_fetch may fetch loopback and private-network addresses (default: allow; a redirect from a "
+        "public address into them is refused either way, and link-local / cloud-metadata addresses always are)",
+        choices=["allow", "deny"],
+    )
+    web_fetch_timeout: float = option(
+        DEFAULT_TIMEOUT,
+        "--web-fetch-timeout",
+        f"time allowed per URL, redirects included (default: {DEFAULT_TIMEOUT:g})",
+        metavar="SECONDS",
+    )
+    web_fetch_max_bytes: int = option(
+        DEFAULT_CALL_BYTES,
+        "--web-fetch-max-bytes",
+        "response bytes one web_fetch call reads, shared equally by its URLs (each URL also stops at "
+        f"{MAX_BODY_BYTES // (1024 * 1024)} MiB); 0 leaves only the per-URL cap "
+        f"(default: {DEFAULT_CALL_BYTES}, i.e. {DEFAULT_CALL_BYTES // (1024 * 1024)} MiB)",
+        metavar="BYTES",
+    )
 
 
 class WebFetch(Tool):
@@ -226,6 +244,7 @@ class WebFetch(Tool):
     hint = "read web pages: name their URLs in the prompt, with what to do with them."
     Options = WebFetchOptions
     options: WebFetchOptions
+    narrowing = "fetch fewer URLs per call"
     description = (
         "Fetches the content of up to 20 http:// or https:// URLs named in the prompt and returns, for each, "
         "its final address, HTTP status, content type and content as readable text (HTML converted to "
@@ -254,34 +273,6 @@ class WebFetch(Tool):
     read_only = True
     idempotent = True
     open_world = True
-
-    @classmethod
-    def add_arguments(cls, parser) -> None:  # noqa: ANN001
-        parser.add_argument(
-            netpolicy.PRIVATE_OPTION,
-            dest="web_fetch_private",
-            choices=["allow", "deny"],
-            default="allow",
-            help="whether web_fetch may fetch loopback and private-network addresses (default: allow; a "
-            "redirect from a public address into them is refused either way, and link-local / cloud-metadata "
-            "addresses always are)",
-        )
-        parser.add_argument(
-            "--web-fetch-timeout",
-            type=float,
-            default=DEFAULT_TIMEOUT,
-            metavar="SECONDS",
-            help=f"time allowed per URL, redirects included (default: {DEFAULT_TIMEOUT:g})",
-        )
-        parser.add_argument(
-            "--web-fetch-max-bytes",
-            type=int,
-            default=DEFAULT_CALL_BYTES,
-            metavar="BYTES",
-            help="response bytes one web_fetch call reads, shared equally by its URLs (each URL also stops at "
-            f"{MAX_BODY_BYTES // (1024 * 1024)} MiB); 0 leaves only the per-URL cap "
-            f"(default: {DEFAULT_CALL_BYTES}, i.e. {DEFAULT_CALL_BYTES // (1024 * 1024)} MiB)",
-        )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         prompt = args["prompt"]

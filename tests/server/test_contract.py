@@ -15,7 +15,7 @@ from coretools.errors import ErrorKind, ToolError
 from coretools.server.app import instructions
 from coretools.server.config import ServerConfig
 from coretools.server.toolset import ToolSet, add_tool_arguments, option_classes, tool_classes, tool_options
-from coretools.tools.base import ToolResult, options_from
+from coretools.tools.base import Tool, ToolResource, ToolResult, option, options_from
 from coretools.tools.run_shell_command import RunShellCommand
 from tests.conftest import connect, make_config, server_options
 
@@ -41,6 +41,21 @@ async def test_the_server_sends_the_registry_built_instructions(root: Path) -> N
         assert client.instructions == instructions(ToolSet(make_config([root], "--no-shell")))
         assert RunShellCommand.hint not in client.instructions
         assert "read_file" in client.instructions
+
+
+def test_every_tool_option_is_declared_once_in_its_field() -> None:
+    """The flag, its help and its default are the field's: the parser is built from the fields, and no tool
+    registers flags by hand."""
+    parser = argparse.ArgumentParser()
+    add_tool_arguments(parser)
+    by_flag = {flag: action for action in parser._actions for flag in action.option_strings}
+    for cls in option_classes():
+        for f in dataclasses.fields(cls):
+            assert f.metadata.get("flag") and f.metadata.get("help"), f"{cls.__name__}.{f.name} declares no flag"
+            action = by_flag[f.metadata["flag"]]
+            assert action.dest == f.name and action.help == f.metadata["help"], f.name
+            assert action.default == (list(f.default) if isinstance(f.default, tuple) else f.default), f.name
+    assert not any(hasattr(cls, "add_arguments") for cls in tool_classes())
 
 
 def test_every_tool_option_is_a_field_of_one_options_class() -> None:
@@ -101,3 +116,67 @@ async def test_the_instructions_name_each_root_and_the_primary_one(tmp_path: Pat
 def test_without_operator_roots_the_instructions_say_where_the_workspace_comes_from() -> None:
     text = instructions(ToolSet(make_config([])))
     assert "roots your client offers" in text and "Workspace root" not in text
+
+
+# -- a new tool is its module and nothing else ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeOptions:
+    probe_prefix: str = option(">", "--probe-prefix", "what the probe tool puts before its text", metavar="TEXT")
+
+
+class Probe(Tool):
+    """A tool written the way the README's "Adding a tool" says, known to no other module."""
+
+    name = "probe_tool"
+    title = "Probe"
+    description = "Repeats its text."
+    hint = "repeat a text."
+    input_schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    Options = ProbeOptions
+    narrowing = "ask the probe for a shorter text"
+
+    def resources(self) -> list[ToolResource]:
+        return [ToolResource(Path("/probe/notes.md"), "Probe notes", "What the probe noted.", "text/markdown",
+                             lambda limit: (b"noted", 5))]  # fmt: skip
+
+    async def run(self, args: dict, ctx) -> ToolResult:  # noqa: ANN001
+        if not args["text"]:
+            raise ToolError("Parameter 'text' is empty; give the text to repeat.", ErrorKind.INVALID_TOOL_PARAMS)
+        return ToolResult.text(self.options.probe_prefix + args["text"])
+
+
+@pytest.fixture
+def probe_module(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    import sys
+    import types as pytypes
+
+    import coretools.tools
+
+    module = pytypes.ModuleType("coretools.tools.probe_tool")
+    module.TOOL = Probe  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(coretools.tools, "TOOL_MODULES", (*coretools.tools.TOOL_MODULES, "probe_tool"))
+    return module
+
+
+async def test_a_tool_module_alone_gives_its_flag_listing_call_narrowing_and_resources(
+    root: Path, probe_module  # noqa: ANN001
+) -> None:
+    from coretools.cli import build_parser
+    from coretools.sandbox.gateway import Workspace
+    from coretools.tools.base import ToolContext
+
+    argv = ["serve", "--root", str(root), "--probe-prefix", ">>", "--max-result-chars", "300"]
+    parsed = build_parser(with_client=False).parse_args(argv)
+    config = ServerConfig.from_namespace(parsed, roots=[str(root)], tool_options=tool_options(parsed))
+    toolset = ToolSet(config)
+    assert "probe_tool" in toolset.names and "- probe_tool: repeat a text." in instructions(toolset)
+    ctx = ToolContext(workspace=Workspace([str(root)]))
+    assert (await toolset.call("probe_tool", {"text": "hi"}, ctx)).text_content == ">>hi"
+    cut = (await toolset.call("probe_tool", {"text": "x" * 1000}, ctx)).text_content
+    assert len(cut) <= 300 and cut.endswith("To see the rest, ask the probe for a shorter text.]")
+    refused = await toolset.call("probe_tool", {"text": ""}, ctx)
+    assert refused.is_error and refused.text_content.startswith("Parameter 'text' is empty")
+    assert [r.title for r in toolset.resources()][-1] == "Probe notes"

@@ -69,7 +69,7 @@ async def test_the_budget_is_an_option(tmp_path: Path) -> None:
 
 
 def test_the_backstop_cuts_any_text_and_says_so() -> None:
-    from coretools.server.result_budget import fit
+    from coretools.tools.budget import fit
     from coretools.tools.base import ToolResult
 
     blocks = [types.TextContent(type="text", text="a" * 5000), types.TextContent(type="text", text="b" * 5000)]

@@ -8,7 +8,6 @@ case-insensitive, ignore rules applied, up to `--search-max-matches` matching li
 
 from __future__ import annotations
 
-import argparse
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -17,8 +16,9 @@ import anyio
 import anyio.from_thread
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument
-from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.sandbox import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument
+from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled, option
+from coretools.tools.budget import room
 from coretools.tools.dialects import latest_from
 from coretools.tools.search.engines import PythonEngine, RipgrepEngine
 from coretools.tools.search.format import format_result, no_matches, where
@@ -95,9 +95,24 @@ NEWER_OPTIONS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class SearchOptions:
-    search_max_matches: int = DEFAULT_MAX_MATCHES
-    search_timeout: float = DEFAULT_TIMEOUT
-    search_engine: str = "auto"
+    search_max_matches: int = option(
+        DEFAULT_MAX_MATCHES,
+        "--search-max-matches",
+        f"matching lines shown per search (the totals are always counted; default {DEFAULT_MAX_MATCHES})",
+        metavar="N",
+    )
+    search_timeout: float = option(
+        DEFAULT_TIMEOUT,
+        "--search-timeout",
+        f"stop a search after this long and report what was found (default {DEFAULT_TIMEOUT:g})",
+        metavar="SECONDS",
+    )
+    search_engine: str = option(
+        "auto",
+        "--search-engine",
+        "auto: ripgrep when its binary runs, else the pure-Python engine (default auto)",
+        choices=["auto", "ripgrep", "python"],
+    )
 
 
 class SearchFileContent(Tool):
@@ -106,6 +121,8 @@ class SearchFileContent(Tool):
     hint = "search file contents with a regular expression (ripgrep syntax)."
     Options = SearchOptions
     options: SearchOptions
+    narrowing = "search a smaller directory (`path`) or fewer files (`include`)"
+    skips_ignored = True
     description = (
         "Searches for a regular expression pattern within the content of files in a specified directory (or "
         "every workspace directory), optionally filtered by a glob pattern. Matching is case-insensitive and "
@@ -142,31 +159,8 @@ class SearchFileContent(Tool):
         input_schema, rename={"path": "dir_path", "include": "include_pattern"}, add=NEWER_OPTIONS
     )
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--search-max-matches",
-            type=int,
-            default=DEFAULT_MAX_MATCHES,
-            metavar="N",
-            help=f"matching lines shown per search (the totals are always counted; default {DEFAULT_MAX_MATCHES})",
-        )
-        parser.add_argument(
-            "--search-timeout",
-            type=float,
-            default=DEFAULT_TIMEOUT,
-            metavar="SECONDS",
-            help=f"stop a search after this long and report what was found (default {DEFAULT_TIMEOUT:g})",
-        )
-        parser.add_argument(
-            "--search-engine",
-            choices=["auto", "ripgrep", "python"],
-            default="auto",
-            help="auto: ripgrep when its binary runs, else the pure-Python engine (default auto)",
-        )
-
     def _engines(self) -> list:
-        from coretools.sandbox.ripgrep import find_rg
+        from coretools.sandbox import find_rg
 
         choice = self.options.search_engine
         binary = find_rg() if choice != "python" else None
@@ -244,7 +238,7 @@ class SearchFileContent(Tool):
 
     def _search(self, ctx: ToolContext, targets: list[Target], req: Request) -> tuple[Collector, str]:
         def check() -> None:
-            anyio.from_thread.check_cancelled()
+            check_cancelled()
 
         def progress(out: Collector) -> None:
             matches = out.total_matches + out.pending
@@ -283,4 +277,5 @@ RESERVE_CHARS = 5_000
 
 def _text_chars(budget: int) -> int:
     """The characters of matches an answer may hold within the result budget (all of a large cap if none)."""
-    return max(budget - RESERVE_CHARS, 1_000) if budget > 0 else 10_000_000
+    space = room(budget, RESERVE_CHARS, least=1_000)
+    return 10_000_000 if space is None else space

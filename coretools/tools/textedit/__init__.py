@@ -22,7 +22,7 @@ from coretools.tools.textedit.diff import (
     Rendered, Span, align, compact_diff, numbered, unified_diff, whole_file_spans,
 )
 from coretools.tools.textedit.edit_tool import (
-    EditOptions, EditTool, add_edit_arguments, apply, confirm, echo, result,
+    EditOptions, EditTool, apply, confirm, echo, result,
 )
 from coretools.tools.textedit.nearmiss import Recovery, recover
 from coretools.tools.textedit.placeholders import omission, placeholder_line
@@ -32,7 +32,7 @@ from coretools.tools.textedit.syntax import syntax_note
 
 __all__ = [
     "MAX_EDIT_BYTES", "UTF8", "Codec", "EditOptions", "EditTool", "Newlines", "NotText", "Plan", "Rendered", "Span",
-    "add_edit_arguments", "align", "apply", "confirm", "decode", "echo", "edit_limit", "encode",
+    "align", "apply", "confirm", "decode", "echo", "edit_limit", "encode",
     "limit_in_force", "newlines", "placeholder_line", "read_existing", "result", "similar_lines",
     "style_notes", "to_lf", "too_big", "unified_diff", "whole_file_spans", "with_newline",
     "compact_diff", "numbered", "omission", "syntax_note",

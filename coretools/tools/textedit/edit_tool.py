@@ -3,20 +3,15 @@ locked plan -> confirm -> write sequence, and the result both tools return."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.workspace import journal
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.locks import EditLock
-from coretools.sandbox.paths import Location, WriteOutcome
-from coretools.workspace.views import FileViews
-from coretools.sandbox.writes import Written
-from coretools.tools.base import Tool, ToolContext, ToolResult, text_block
+from coretools.workspace import FileViews, journal
+from coretools.sandbox import EditLock, Location, Workspace, WriteOutcome, Written
+from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled, option, text_block
 from coretools.tools.textedit import freshness
 from coretools.tools.textedit.diff import compact_diff, numbered, refined, unified_diff
 from coretools.tools.textedit.plan import (
@@ -35,13 +30,45 @@ CONFIRM_NOTE = (
 
 @dataclass(frozen=True)
 class EditOptions:
-    """The options of both editing tools (one definition, registered by whichever the parser sees first)."""
+    """The options of both editing tools (one definition: write_file and replace share the object), the
+    journal's first."""
 
-    confirm: str = "none"
-    max_edit_bytes: int = MAX_EDIT_BYTES
-    no_journal: bool = False
-    journal_max_entries: int = journal.DEFAULT_MAX_ENTRIES
-    journal_max_bytes: int = journal.DEFAULT_MAX_BYTES
+    no_journal: bool = option(
+        False,
+        "--no-journal",
+        "do not keep the edit journal (the content each write_file and replace replaced, kept in the user's state "
+        "directory for `coretools-mcp undo`); on by default",
+    )
+    journal_max_entries: int = option(
+        journal.DEFAULT_MAX_ENTRIES,
+        "--journal-max-entries",
+        f"edits the journal keeps per workspace, the oldest dropped first (default: {journal.DEFAULT_MAX_ENTRIES})",
+        metavar="N",
+    )
+    journal_max_bytes: int = option(
+        journal.DEFAULT_MAX_BYTES,
+        "--journal-max-bytes",
+        "previous content the journal keeps per workspace, the oldest dropped first; an edit of a file larger "
+        "than this is journaled without its content and cannot be undone "
+        f"(default: {journal.DEFAULT_MAX_BYTES}, i.e. {journal.DEFAULT_MAX_BYTES // MIB} MiB)",
+        metavar="BYTES",
+    )
+    confirm: str = option(
+        "none",
+        "--confirm",
+        "'edits': ask the user (MCP elicitation, showing the diff) before write_file or replace changes a file; "
+        "an edit the user declines, or one the client cannot ask about, is not applied. Default 'none': rely on "
+        "the host's own tool approval",
+        choices=CONFIRM_CHOICES,
+    )
+    max_edit_bytes: int = option(
+        MAX_EDIT_BYTES,
+        "--max-edit-bytes",
+        "largest file replace and write_file read to edit, and largest content one edit may produce; a bigger "
+        "edit is refused before it is built, with an error saying how to split it "
+        f"(default: {MAX_EDIT_BYTES}, i.e. {MAX_EDIT_BYTES // MIB} MiB)",
+        metavar="BYTES",
+    )
 
     @property
     def journal_settings(self) -> journal.JournalSettings:
@@ -54,58 +81,6 @@ class EditOptions:
     @property
     def edit_limit(self) -> int:
         return self.max_edit_bytes if self.max_edit_bytes and self.max_edit_bytes > 0 else MAX_EDIT_BYTES
-
-
-def add_edit_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--confirm`, `--max-edit-bytes` and the journal's options, registered once for the editing tools."""
-    _add_journal_arguments(parser)
-    if "--confirm" not in parser._option_string_actions:  # noqa: SLF001 - both editing tools call this
-        parser.add_argument(
-            "--confirm",
-            choices=CONFIRM_CHOICES,
-            default="none",
-            help="'edits': ask the user (MCP elicitation, showing the diff) before write_file or replace changes "
-            "a file; an edit the user declines, or one the client cannot ask about, is not applied. Default "
-            "'none': rely on the host's own tool approval",
-        )
-    if "--max-edit-bytes" in parser._option_string_actions:  # noqa: SLF001
-        return
-    parser.add_argument(
-        "--max-edit-bytes",
-        type=int,
-        default=MAX_EDIT_BYTES,
-        metavar="BYTES",
-        help="largest file replace and write_file read to edit, and largest content one edit may produce; a "
-        "bigger edit is refused before it is built, with an error saying how to split it "
-        f"(default: {MAX_EDIT_BYTES}, i.e. {MAX_EDIT_BYTES // MIB} MiB)",
-    )
-
-
-def _add_journal_arguments(parser: argparse.ArgumentParser) -> None:
-    if "--no-journal" in parser._option_string_actions:
-        return
-    parser.add_argument(
-        "--no-journal",
-        action="store_true",
-        help="do not keep the edit journal (the content each write_file and replace replaced, kept in the user's "
-        "state directory for `coretools-mcp undo`); on by default",
-    )
-    parser.add_argument(
-        "--journal-max-entries",
-        type=int,
-        default=journal.DEFAULT_MAX_ENTRIES,
-        metavar="N",
-        help=f"edits the journal keeps per workspace, the oldest dropped first (default: {journal.DEFAULT_MAX_ENTRIES})",
-    )
-    parser.add_argument(
-        "--journal-max-bytes",
-        type=int,
-        default=journal.DEFAULT_MAX_BYTES,
-        metavar="BYTES",
-        help="previous content the journal keeps per workspace, the oldest dropped first; an edit of a file larger "
-        "than this is journaled without its content and cannot be undone "
-        f"(default: {journal.DEFAULT_MAX_BYTES}, i.e. {journal.DEFAULT_MAX_BYTES // MIB} MiB)",
-    )
 
 
 async def confirm(ctx: ToolContext, plan: Plan, tool: str) -> None:
@@ -155,10 +130,6 @@ class EditTool(Tool):
         if self.options.confirm_edits:
             self.description = type(self).description + CONFIRM_NOTE
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        add_edit_arguments(parser)
-
     def plan(  # pragma: no cover - abstract
         self, ws: Workspace, loc: Location, args: dict, existing: tuple[object, bytes] | None
     ) -> Plan | None:
@@ -173,7 +144,7 @@ class EditTool(Tool):
         """Take the file's lock (giving up if the call is cancelled meanwhile), run `precheck`, read the file
         once (refused if the session's view of it is stale) and plan the edit within this server's edit limit.
         Returns the lock, held; the plan is None when there is nothing to write."""
-        lock = ws.lock_edit(loc, cancelled=anyio.from_thread.check_cancelled)
+        lock = ws.lock_edit(loc, cancelled=check_cancelled)
         try:
             with limit_in_force(self.options.edit_limit):
                 self.precheck(ws, loc, args)
@@ -220,7 +191,7 @@ class EditTool(Tool):
             lock.release()
             return None, None
         try:
-            anyio.from_thread.check_cancelled()  # a call cancelled while it planned writes nothing
+            check_cancelled()  # a call cancelled while it planned writes nothing
         except BaseException:
             lock.release()
             raise
