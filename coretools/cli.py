@@ -22,7 +22,7 @@ EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
 
 def _common_parser() -> argparse.ArgumentParser:
     """Options shared by `serve`, `tools` and `call`: the workspace and every tool's own options."""
-    from coretools.server.config import DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CHARS
+    from coretools.server.config import DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CHARS, DEFAULT_SCHEMA_DIALECT
     from coretools.sandbox import settings
     from coretools.server.toolset import add_tool_arguments
 
@@ -71,7 +71,7 @@ def _common_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--schema-dialect",
         choices=["seed", "latest"],
-        default="seed",
+        default=DEFAULT_SCHEMA_DIALECT,
         help="which Gemini CLI version's tool names and parameter schemas to publish: 'seed' (default; "
         "absolute_path, offset/limit, expected_replacements...) or 'latest' (file_path, start_line/end_line, "
         "allow_multiple, grep_search...). Calls in either dialect's names are accepted either way; choose "
@@ -96,7 +96,12 @@ def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
     from coretools.server import config
 
     http = parser.add_argument_group("transport")
-    http.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="default: stdio")
+    http.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default=config.DEFAULT_TRANSPORT,
+        help=f"default: {config.DEFAULT_TRANSPORT}",
+    )
     http.add_argument("--host", default=config.DEFAULT_HOST, help=f"HTTP bind address (default: {config.DEFAULT_HOST})")
     http.add_argument(
         "--port", type=int, default=config.DEFAULT_PORT, help=f"HTTP port (default: {config.DEFAULT_PORT})"

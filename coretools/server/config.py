@@ -22,9 +22,12 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT", "DEFAULT_HOST", "DEFAULT_MAX_CALLS", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_MAX_QUEUED_CALLS", "DEFAULT_MAX_SESSIONS", "DEFAULT_MAX_SESSION_CALLS",
     "DEFAULT_MAX_SESSION_QUEUED_CALLS", "DEFAULT_PATH", "DEFAULT_PORT", "DEFAULT_QUEUE_TIMEOUT",
-    "DEFAULT_READ_TIMEOUT", "DEFAULT_RESULT_CHARS", "DEFAULT_SESSION_IDLE_TIMEOUT", "HttpOptions", "ServerConfig",
+    "DEFAULT_READ_TIMEOUT", "DEFAULT_RESULT_CHARS", "DEFAULT_SCHEMA_DIALECT", "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "DEFAULT_TRANSPORT", "HttpOptions", "ServerConfig",
 ]  # fmt: skip
 
+# Which Gemini CLI version's tool names and schemas are published ("latest": the newest's).
+DEFAULT_SCHEMA_DIALECT = "seed"
 # Gemini CLI's timeout for an MCP tool call: its client has given up by then.
 DEFAULT_CALL_TIMEOUT = 600.0
 # Calls running at once, overall and per client session, and waiting for a slot (see `limits.py`).
@@ -35,7 +38,8 @@ DEFAULT_MAX_SESSION_QUEUED_CALLS = 64
 DEFAULT_QUEUE_TIMEOUT = 60.0
 # The largest JSON-RPC message read, a stdio line or an HTTP request body: the MCP SDK's HTTP body limit.
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-# The HTTP transport: where it listens, and what it holds open at most.
+# The transport, and HTTP's: where it listens, and what it holds open at most.
+DEFAULT_TRANSPORT = "stdio"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_PATH = "/mcp"
@@ -49,7 +53,7 @@ DEFAULT_READ_TIMEOUT = 10.0
 class HttpOptions:
     """`serve --transport http` and its options; checked by `coretools.server.http.settings_from`."""
 
-    transport: str = "stdio"
+    transport: str = DEFAULT_TRANSPORT
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     path: str = DEFAULT_PATH
@@ -72,7 +76,7 @@ class ServerConfig:
     log_level: str = "warning"
     structured_content: bool = False
     max_result_chars: int = DEFAULT_RESULT_CHARS  # text characters per result; 0: no limit
-    schema_dialect: str = "seed"  # "latest": publish the newest Gemini CLI names and schemas
+    schema_dialect: str = DEFAULT_SCHEMA_DIALECT  # "latest": publish the newest Gemini CLI names and schemas
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT  # 0 or None: no limit
     max_calls: int | None = DEFAULT_MAX_CALLS  # 0 or None: no limit
     max_session_calls: int | None = DEFAULT_MAX_SESSION_CALLS
