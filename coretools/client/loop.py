@@ -94,14 +94,14 @@ class Backend(Protocol):
 # ------------------------------------------------------------------------------------- HTTP
 
 
-async def _post_json(client: httpx2.AsyncClient, url: str, body: Any, headers: Mapping[str, str]) -> dict[str, Any]:
+async def post_json(client: httpx2.AsyncClient, url: str, body: Any, headers: Mapping[str, str]) -> dict[str, Any]:
     response = await client.post(url, content=json.dumps(body).encode(), headers={**headers, "content-type": "application/json"})
     if response.status_code >= 400:
         raise GeminiHTTPError(response.status_code, response.text, url)
     return response.json()
 
 
-async def _post_sse(
+async def post_sse(
     client: httpx2.AsyncClient, url: str, body: Any, headers: Mapping[str, str]
 ) -> AsyncIterator[dict[str, Any]]:
     """POST and yield each ``data:`` event as JSON (events end at a blank line; no ``[DONE]``)."""
@@ -152,12 +152,12 @@ class _HttpBackend:
             accumulator = StreamAccumulator()
             body = self._wrap(request)
             if self.stream:
-                async for event in _post_sse(client, self._url(), body, self._headers()):
+                async for event in post_sse(client, self._url(), body, self._headers()):
                     new = accumulator.add(self._unwrap(event))
                     if on_parts is not None and new:
                         await on_parts(new)
             else:
-                new = accumulator.add(self._unwrap(await _post_json(client, self._url(), body, self._headers())))
+                new = accumulator.add(self._unwrap(await post_json(client, self._url(), body, self._headers())))
                 if on_parts is not None and new:
                     await on_parts(new)
             return ModelTurn(accumulator.content(), accumulator.finish_reason, accumulator.usage)
@@ -351,7 +351,7 @@ async def run_loop(
     style = choose_tool_style(
         bridge, tool_style, provider=getattr(backend, "provider", None), model=getattr(backend, "model", None), policy=style_policy
     )
-    emit = _emitter(on_event)
+    emit = emitter(on_event)
     text_calls: TextCalls | None = None
 
     async def on_parts(parts: list[dict[str, Any]]) -> None:
@@ -402,7 +402,7 @@ async def run_loop(
     return RunResult("", contents, max_turns, False, turn.finish_reason if turn else None, style)
 
 
-def _emitter(on_event: EventHandler | None) -> Callable[[str, Any], Awaitable[None]]:
+def emitter(on_event: EventHandler | None) -> Callable[[str, Any], Awaitable[None]]:
     async def emit(kind: str, payload: Any) -> None:
         if on_event is not None:
             result = on_event(kind, payload)
@@ -426,7 +426,7 @@ async def run_rest(
     **options: Any,
 ) -> RunResult:
     """The loop against ``generateContent`` (or SSE streaming with ``stream=True``)."""
-    async with _http_client(http_client) as client:
+    async with open_http_client(http_client) as client:
         backend = RestBackend(
             model=model, api_key=api_key, base_url=base_url, api_version=api_version, stream=stream, http_client=client
         )
@@ -447,7 +447,7 @@ async def run_code_assist(
     **options: Any,
 ) -> RunResult:
     """The loop against the Code Assist envelope (Gemini CLI's OAuth path)."""
-    async with _http_client(http_client) as client:
+    async with open_http_client(http_client) as client:
         backend = CodeAssistBackend(
             model=model, project=project, access_token=access_token, base_url=base_url, stream=stream, http_client=client
         )
@@ -469,7 +469,7 @@ async def run_genai(
 
 
 @asynccontextmanager
-async def _http_client(given: httpx2.AsyncClient | None) -> AsyncIterator[httpx2.AsyncClient]:
+async def open_http_client(given: httpx2.AsyncClient | None) -> AsyncIterator[httpx2.AsyncClient]:
     """The caller's client, or one client (one connection pool) for every turn of a run."""
     if given is not None:
         yield given

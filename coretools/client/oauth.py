@@ -116,6 +116,10 @@ class _Metadata(OAuthClientMetadata):
 
     _configured: str | None = PrivateAttr(default=None)
 
+    def __init__(self, *, configured: str | None, **fields: Any) -> None:
+        super().__init__(**fields)
+        self._configured = configured
+
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "scope":
             value = _union(self._configured, value)
@@ -222,13 +226,13 @@ class ServerAuth:
         if not self._redirect_uri:
             self._redirect_uri = _registered_loopback_uri(self.store.stored_client()) or _free_loopback_uri()
         metadata = _Metadata(
+            configured=" ".join(self.settings.scopes) or None,
             client_name=CLIENT_NAME,
             redirect_uris=[AnyUrl(self._redirect_uri)],
             grant_types=["authorization_code", "refresh_token"],
             response_types=["code"],
             token_endpoint_auth_method="none",
         )
-        metadata._configured = " ".join(self.settings.scopes) or None
         metadata.scope = None
         return _Provider(
             self,

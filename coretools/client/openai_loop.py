@@ -41,7 +41,9 @@ from .convert import (
     openai_tool_message,
 )
 from .instructions import merged_text
-from .loop import DEFAULT_MAX_TURNS, EventHandler, RunResult, _emitter, _http_client, _post_json, _post_sse, choose_tool_style
+from .loop import (
+    DEFAULT_MAX_TURNS, EventHandler, RunResult, choose_tool_style, emitter, open_http_client, post_json, post_sse,
+)  # fmt: skip
 from .style import StylePolicy
 from .xml_dispatch import TextCalls, answer_text_calls
 from .xml_format import render_results
@@ -152,11 +154,11 @@ class OpenAIChatBackend:
         body = {"model": self.model, **body, **({"stream": True} if self.stream else {})}
         url = f"{self.base_url}/chat/completions"
         accumulator = ChatStreamAccumulator()
-        async with _http_client(self.http_client) as client:
+        async with open_http_client(self.http_client) as client:
             if self.stream:
-                events = _post_sse(client, url, body, self._headers())
+                events = post_sse(client, url, body, self._headers())
             else:
-                events = _single(await _post_json(client, url, body, self._headers()))
+                events = _single(await post_json(client, url, body, self._headers()))
             async for event in events:
                 for kind, text in accumulator.add(event):
                     if on_text is not None:
@@ -217,9 +219,9 @@ async def run_openai(
     """
     messages = initial_messages(prompt)
     style = choose_tool_style(bridge, tool_style, provider=provider, model=model, policy=style_policy)
-    emit = _emitter(on_event)
+    emit = emitter(on_event)
     turn: ChatTurn | None = None
-    async with _http_client(http_client) as client:
+    async with open_http_client(http_client) as client:
         backend = OpenAIChatBackend(
             model=model, base_url=base_url, api_key=api_key, provider=provider, stream=stream, http_client=client, headers=headers
         )
