@@ -14,7 +14,7 @@ import copy
 import functools
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -117,3 +117,15 @@ def snapshot(path: Path) -> dict[str, bytes | str]:
             else:
                 out[rel] = "<dir>"
     return out
+
+
+def linked_files(paths: Iterable[Path], content: str | bytes = b"") -> None:
+    """A file at the first of `paths` holding `content`, and a hard link to it at each other path (their
+    directories must exist): to a tool that lists, reads or searches them they are that many files with that
+    content, made at a fraction of the cost (a new inode can cost a loaded machine's file system a
+    millisecond of system CPU, ten times a link's)."""
+    paths = iter(paths)
+    first = next(paths)
+    first.write_bytes(content.encode() if isinstance(content, str) else content)
+    for path in paths:
+        os.link(first, path)

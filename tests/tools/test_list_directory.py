@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from support import linked_files
 from tests.conftest import call_tool, text_of
 from tests.readside import error_text
 
@@ -241,8 +242,7 @@ async def test_second_root_by_absolute_path(root: Path, tmp_path: Path) -> None:
 async def test_very_large_directory_is_capped_with_a_note(root: Path) -> None:
     big = root / "many"
     big.mkdir()
-    for i in range(5003):
-        (big / f"f{i:05d}").touch()
+    linked_files(big / f"f{i:05d}" for i in range(5003))
     result = await call_tool(root, "list_directory", {"path": str(big)}, "--max-result-chars", "0")
     assert len(entries(result)) == 5000
     assert "(3 more entries not shown" in text_of(result)
@@ -251,8 +251,7 @@ async def test_very_large_directory_is_capped_with_a_note(root: Path) -> None:
 async def test_a_listing_fits_the_result_budget_and_says_how_to_narrow(root: Path) -> None:
     big = root / "many"
     big.mkdir()
-    for i in range(20_000):
-        (big / f"entry-with-a-longer-name-{i:05d}.txt").touch()
+    linked_files(big / f"entry-with-a-longer-name-{i:05d}.txt" for i in range(20_000))
     result = await ls(root, big)
     text = text_of(result)
     assert len(text) <= 80_000
