@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mcp import types
 
-from support import call_tool, text_of
+from support import call_tool, linked_files, text_of
 
 pytestmark = pytest.mark.anyio
 BUDGET = 80_000
@@ -25,10 +25,9 @@ def anyio_backend() -> str:
 def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("budget")
     for d in range(100):
-        sub = root / "pkg" / f"module_{d:03d}"
-        sub.mkdir(parents=True)
-        for f in range(300):
-            (sub / f"file_{f:03d}.py").write_text("x = 1\n")
+        (root / "pkg" / f"module_{d:03d}").mkdir(parents=True)
+    files = (root / "pkg" / f"module_{d:03d}" / f"file_{f:03d}.py" for d in range(100) for f in range(300))
+    linked_files(files, "x = 1\n")
     return root
 
 
