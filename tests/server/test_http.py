@@ -22,6 +22,7 @@ import pytest
 from mcp import types
 
 from http_harness import REPO, HttpServer, http_client, pid_alive, server_command, server_env, wait_for
+from support import linked_files
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -286,10 +287,9 @@ async def test_huge_search_does_not_block_another_clients_reads(tmp_path: Path) 
     that blocked the event loop would hold every read until the search returned)."""
     root = tmp_path / "root"
     for d in range(100):
-        sub = root / "tree" / f"d{d}"
-        sub.mkdir(parents=True)
-        for f in range(100):
-            (sub / f"f{f}.txt").write_text("hello world line\n" * 20)
+        (root / "tree" / f"d{d}").mkdir(parents=True)
+    files = (root / "tree" / f"d{d}" / f"f{f}.txt" for d in range(100) for f in range(100))
+    linked_files(files, "hello world line\n" * 20)
     (root / "f.txt").write_text("quick\n")
     with HttpServer.start([root]) as server:
         async with http_client(server.url) as searcher, http_client(server.url) as reader:
