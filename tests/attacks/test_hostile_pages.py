@@ -29,7 +29,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from support import REPO, call_tool, stdio_params, text_of
+from support import REPO, call_tool, linked_files, stdio_params, text_of
 
 pytestmark = pytest.mark.anyio
 log = logging.getLogger(__name__)
@@ -466,8 +466,7 @@ async def test_a_lone_final_cr_in_a_large_mixed_file_is_refused_not_searched(roo
 async def test_call_timeout_stops_work_running_in_a_thread(root: Path) -> None:
     """read_many_files runs in a worker thread (which cannot be killed); it stops at its next cancellation
     check, and the call is answered with the timeout error."""
-    for n in range(3000):
-        (root / f"f{n:04d}.txt").write_text("line\n" * 200)
+    linked_files((root / f"f{n:04d}.txt" for n in range(3000)), "line\n" * 200)
     start = time.monotonic()
     result = await call_tool(root, "read_many_files", {"paths": ["*.txt"]}, "--call-timeout", "0.05")
     elapsed = time.monotonic() - start
