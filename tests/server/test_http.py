@@ -557,7 +557,8 @@ def test_host_and_origin_patterns_need_a_numeric_port() -> None:
 
 
 def test_http_limit_options_are_checked(tmp_path: Path) -> None:
-    from coretools.server.http import ConfigurationRefused, settings_from
+    from coretools.errors import ConfigurationError
+    from coretools.server.http import settings_from
     from support import make_config
 
     (tmp_path / "r").mkdir()
@@ -574,5 +575,5 @@ def test_http_limit_options_are_checked(tmp_path: Path) -> None:
         ["--read-timeout", "inf"],
         ["--allowed-origin", "NULL"],
     ):
-        with pytest.raises(ConfigurationRefused, match=flags[0]):
+        with pytest.raises(ConfigurationError, match=flags[0]):
             settings_from(make_config([tmp_path / "r"], *flags))
