@@ -18,7 +18,7 @@ Meanwhile no listing shows one (`is_temp_name`).
 
 Also here: `fsync_together`, which lets the edit journal's sync and the edit's own fsync share a file-system
 commit, and `DeferredSync`, the journal's sync run once by whichever thread asks first. The journal's record
-format is `coretools.workspace.records`.
+format is `coretools.workspace.records`; the plain steps (write all, read all, fsync a directory) are `diskio`'s.
 """
 
 from __future__ import annotations
