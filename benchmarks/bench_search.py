@@ -19,9 +19,9 @@ over stdio with the official MCP client and times, in the same run and on the sa
   microsecond apart (0: all recent, sorted by time; 48: none recent, sorted by path); with
   `--equal-mtimes` all to one instant, so every tie is ordered too (the costliest case).
 
-Each figure is the median of --runs runs after one warm-up, ours and the baseline alternating. It then times `walk.walk` over a
+Each figure is the median of --runs runs after one warm-up, ours and the baseline alternating. It then times `walker.walk` over a
 --walk-files tree (every entry judged by the ignore engine, `coretools.sandbox`), and the rg enumerator
-behind glob/read_many_files (`walk.walk_files`), with `rg --files` as the reference.
+behind glob/read_many_files (`walker.walk_files`), with `rg --files` as the reference.
 Prints tables; ratios are against the baseline measured in the same run.
 """
 
@@ -264,7 +264,7 @@ def bench_scales(scales: list[int], runs: int, mtime_age: float | None, equal: b
 
 def bench_walk(files: int, runs: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    from coretools.sandbox import walk as walking
+    from coretools.sandbox import walker as walking
     from coretools.sandbox.gateway import Workspace
     from coretools.sandbox.ignore import IgnoreOptions
 
@@ -300,7 +300,7 @@ def bench_walk(files: int, runs: int) -> None:
         import anyio
 
         from coretools.sandbox.paths import WalkReport
-        from coretools.sandbox.walk import walk_files
+        from coretools.sandbox.walker import walk_files
 
         def work() -> int:
             return sum(1 for _ in walk_files(ws, loc, IgnoreOptions(), None, WalkReport()))

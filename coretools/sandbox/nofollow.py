@@ -12,7 +12,7 @@ from coretools.sandbox.paths import protected_name
 
 class NoFollowView:
     """Root-relative paths resolved one component at a time from a root descriptor with `O_NOFOLLOW`, the
-    way `walk.walk` descends: no symlink is followed (not even one that stays inside the root), `..`,
+    way `walker.walk` descends: no symlink is followed (not even one that stays inside the root), `..`,
     `.` and empty components are refused, protected names are hidden (unless allowed). Whatever a program
     such as ripgrep reported by name is thus only looked at where it really is inside the root, even if the
     tree changed since. Directory descriptors are cached for the view's life (a bounded number)."""

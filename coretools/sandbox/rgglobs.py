@@ -8,7 +8,7 @@ get right is the meaning.
 * `name_glob`: a plain file name pattern (text and `*`) as a globset glob that accepts exactly the names
   our case-insensitive matching accepts (letters become classes of Python's case pairs).
 * `name_filter`: the name part of a glob as such `--glob`s, with the test of rg's raw paths that decides
-  where they only approximate it (glob's fast walk, `walk.find_files`).
+  where they only approximate it (glob's fast walk, `walker.find_files`).
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import Location
+from coretools.sandbox import Location, Workspace
 from coretools.tools import textedit as te
 from coretools.tools.base import ToolContext, ToolResult
 

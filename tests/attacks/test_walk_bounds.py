@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coretools.sandbox import ripgrep, walk
+from coretools.sandbox import ripgrep, walker
 from coretools.sandbox.paths import WalkBounds
 from support import call_tool, text_of
 
@@ -55,7 +55,7 @@ async def test_glob_counts_every_match_and_shows_the_first(
     are those an unbounded walk shows first (newest first, or by path for files older than a day)."""
     root = crowded
     whole = await call_tool(root, "glob", {"pattern": pattern})
-    monkeypatch.setattr(walk, "WalkBounds", functools.partial(WalkBounds, max_entries=HELD))
+    monkeypatch.setattr(walker, "WalkBounds", functools.partial(WalkBounds, max_entries=HELD))
     bounded = await call_tool(root, "glob", {"pattern": pattern})
     expected = {"wide/*": 1200, "**/*.txt": 1240, "wide/f01*": 200}[pattern]
     assert f"Found {expected} file(s) matching" in text_of(bounded), text_of(bounded)[:300]
@@ -150,7 +150,7 @@ def test_a_paged_walk_keeps_only_what_a_page_can_take(root: Path) -> None:
 
     from coretools.sandbox.gateway import Workspace
     from coretools.sandbox.ignore import IgnoreOptions
-    from coretools.workspace.walk_from import walk_after
+    from coretools.workspace.resource_walk import walk_after
 
     for n in range(300):
         (root / f"f{(n * 7) % 300:03d}.txt").write_text("x")

@@ -12,7 +12,7 @@ import pytest
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.paths import WalkReport
-from coretools.sandbox.walk import walk
+from coretools.sandbox.walker import walk
 from tests.conftest import call_tool, text_of
 from tests.readside import write_files
 

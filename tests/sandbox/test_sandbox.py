@@ -34,7 +34,7 @@ import pytest
 from coretools.errors import PathError, ToolError
 from coretools.sandbox import kernel
 from coretools.sandbox import gateway as workspace_mod
-from coretools.sandbox import walk as walk_mod
+from coretools.sandbox import walker as walk_mod
 from coretools.sandbox import writes as writes_mod
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.gateway import Workspace

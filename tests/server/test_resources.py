@@ -22,8 +22,8 @@ from mcp import Client, MCPError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.paths import Location
-from coretools.sandbox.walk import walk
-from coretools.workspace.walk_from import Position, walk_after
+from coretools.sandbox.walker import walk
+from coretools.workspace.resource_walk import Position, walk_after
 from coretools.server import resources
 from coretools.server.resources import decode_cursor, encode_cursor, file_uri
 from http_harness import HttpServer, http_client

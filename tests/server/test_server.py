@@ -19,7 +19,7 @@ from mcp import Client, MCPError, types
 from mcp.client.stdio import stdio_client
 
 from coretools import __version__
-from coretools.sandbox import walk as walk_mod
+from coretools.sandbox import walker as walk_mod
 from tests.conftest import REPO, connect, stdio_params, text_of
 
 pytestmark = pytest.mark.anyio
@@ -187,14 +187,14 @@ async def test_exception_inside_a_tool_becomes_iserror_without_traceback(
 def force_python_walk(monkeypatch: pytest.MonkeyPatch) -> None:
     """glob and read_many_files list files with `rg --files` when ripgrep runs; these tests are about the
     workspace walk they fall back to, so take ripgrep away from them."""
-    monkeypatch.setattr("coretools.sandbox.walk.rg_files", lambda *args, **kwargs: None)
+    monkeypatch.setattr("coretools.sandbox.walker.rg_files", lambda *args, **kwargs: None)
 
 
 async def glob_with_progress(
     tree: Path, mode: str, monkeypatch: pytest.MonkeyPatch, expected: int
 ) -> list[tuple[float, float | None, str | None]]:
     """glob over the 1500-file tree with progress every 250 files; the notifications it sent."""
-    monkeypatch.setattr("coretools.sandbox.walk.PROGRESS_EVERY", 250)
+    monkeypatch.setattr("coretools.sandbox.walker.PROGRESS_EVERY", 250)
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -283,7 +283,7 @@ def no_rg(monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture
 def rg_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Records, for each directory enumerated, whether rg did it (True) or it fell back to the walk."""
-    from coretools.sandbox import walk as walking
+    from coretools.sandbox import walker as walking
 
     seen: list[bool] = []
     real = walking.rg_files

@@ -143,9 +143,9 @@ def test_a_run_that_did_not_list_every_gitignore_reads_them_from_the_disk(root: 
     counts (read from the disk), where after a complete run only the listed ones are read."""
     from coretools.sandbox.ignore import IgnoreOptions
     from coretools.sandbox.gateway import Workspace
-    from coretools.sandbox.walk import GlobRun
+    from coretools.sandbox.walker import GlobRun
     from coretools.sandbox.rgglobs import name_filter
-    from coretools.sandbox.walk import _StatSink
+    from coretools.sandbox.walker import _StatSink
 
     (root / "d").mkdir()
     (root / "d" / ".gitignore").write_text("generated_*\n")
@@ -173,7 +173,7 @@ def test_a_run_cut_short_still_judges_its_files(root: Path) -> None:
     from coretools.sandbox.gateway import Workspace
     from coretools.sandbox.paths import Location, WalkBounds, WalkReport
     from coretools.sandbox.rgglobs import name_filter
-    from coretools.sandbox.walk import find_files
+    from coretools.sandbox.walker import find_files
 
     (root / "d").mkdir()
     (root / "d" / ".gitignore").write_text("generated_*\n")
@@ -231,7 +231,7 @@ async def test_files_that_change_while_listed_are_dropped_and_the_rest_kept(
 def reference_order(ws, tables, now: float, limit: int) -> list[str]:
     """glob's order as it was computed before the columns: a tuple per file, one sort."""
     from coretools.tools.glob import RECENT_SECONDS
-    from coretools.sandbox.walk import walk_order
+    from coretools.sandbox.walker import walk_order
 
     found = [
         (ws.shown_path(t.root, rel), mtime, scope, rel)
@@ -249,7 +249,7 @@ def test_first_in_order_agrees_with_one_sort_of_tuples(tmp_path: Path) -> None:
 
     from coretools.sandbox.gateway import Workspace
     from coretools.tools.glob import first_in_order
-    from coretools.sandbox.walk import FileTable
+    from coretools.sandbox.walker import FileTable
 
     roots = []
     for name in ("r1", "r2", "r1x"):  # r1x: a root whose path extends another's

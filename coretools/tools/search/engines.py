@@ -34,13 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.matcher import NodeMatcher
-from coretools.sandbox.patterns.include import parse_include
-from coretools.sandbox.rgglobs import include_flags
-from coretools.sandbox import ripgrep
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import Location, WalkReport
-from coretools.sandbox.walk import walk
+from coretools.sandbox import (
+    Location, NodeMatcher, WalkReport, Workspace, include_flags, parse_include, ripgrep, walk,
+)
 from coretools.tools.search.regex import LineRegex, decode_text, text_lines
 from coretools.tools.search.reported import (
     BEGIN,

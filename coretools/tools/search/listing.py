@@ -16,11 +16,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from coretools.sandbox.ignore import GITIGNORE, MAX_IGNORE_FILE_BYTES
-from coretools.sandbox.matcher import NodeMatcher
-from coretools.sandbox.paths import Location, WalkBounds, WalkReport
-from coretools.sandbox.patterns.include import parse_include
-from coretools.sandbox.walk import walk
+from coretools.sandbox import (
+    GITIGNORE, MAX_IGNORE_FILE_BYTES, Location, NodeMatcher, WalkBounds, WalkReport, parse_include, walk,
+)
 from coretools.tools.search.results import Job, Target
 
 LISTED_BOUNDS = WalkBounds(max_entries=1_000_000, max_depth=64)

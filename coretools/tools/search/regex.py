@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.matcher import MAX_MEM, compile_program, encode
+from coretools.sandbox import MAX_MEM, compile_program, encode
 
 
 def literal(text: str) -> str:

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from coretools.sandbox.ignore import IgnoreOptions
+from coretools.sandbox import IgnoreOptions
 
 if TYPE_CHECKING:
-    from coretools.sandbox.gateway import Workspace
+    from coretools.sandbox import Workspace
 
 SEARCH_OPTIONS = IgnoreOptions(git=True, gemini=True, defaults=True)
 NO_IGNORE = IgnoreOptions(git=False, gemini=False, defaults=False)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.workspace.ignore_reason import ignored_by
-from coretools.sandbox.paths import Location
+from coretools.workspace import ignored_by
+from coretools.sandbox import Location
 from coretools.tools.base import ToolContext
 from coretools.tools.search.results import SEARCH_OPTIONS, Target
 

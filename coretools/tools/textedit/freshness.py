@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from coretools.errors import ToolError
-from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.paths import Location, Node, WriteOutcome
-from coretools.workspace.views import FileViews
+from coretools.sandbox import Location, Node, Workspace, WriteOutcome
+from coretools.workspace import FileViews
 
 
 def check(views: FileViews, node: Node, read: Callable[[], bytes]) -> bytes | None:

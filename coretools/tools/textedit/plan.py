@@ -10,10 +10,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox.gateway import Workspace
-from coretools.workspace.journal import JournalSettings
-from coretools.sandbox.paths import Location
-from coretools.workspace.views import FileViews
+from coretools.sandbox import Location, Workspace
+from coretools.workspace import FileViews, JournalSettings
 from coretools.tools.textedit import freshness
 from coretools.tools.textedit.diff import Span
 

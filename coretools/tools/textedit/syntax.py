@@ -38,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from functools import cache
 
-from coretools.sandbox.grammar_input import MAX_PIPELINE, ascii_view, longest_pipeline
+from coretools.sandbox import MAX_PIPELINE, ascii_view, longest_pipeline
 
 MAX_CHECK_CHARS = 2 * 1024 * 1024
 MAX_PYTHON_CHARS = 128 * 1024  # at most about 1 KB each: 128 MiB

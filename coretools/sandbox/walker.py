@@ -41,7 +41,9 @@ import anyio.from_thread
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import durable, kernel, ripgrep
 from coretools.sandbox.gateway import Workspace
-from coretools.sandbox.ignore import DEFAULT_EXCLUDES, GEMINIIGNORE, GIT_INFO_EXCLUDE, GITIGNORE, IgnoreOptions, IgnoreRules
+from coretools.sandbox.ignore import (
+    DEFAULT_EXCLUDES, GEMINIIGNORE, GIT_INFO_EXCLUDE, GITIGNORE, IgnoreOptions, IgnoreRules,
+)
 from coretools.sandbox.matcher import GlobSet
 from coretools.sandbox.nofollow import NoFollowView
 from coretools.sandbox.paths import (

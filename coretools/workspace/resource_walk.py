@@ -7,12 +7,12 @@ lists the directories on the way down to it and carries on from there, so a page
 judges plus one listing per directory above the position. The files themselves may change between pages:
 a position is a place in the order, not a reference to a file that must still exist.
 
-Every entry is judged by `walk`'s own rules (`walk.hidden`, `walk.open_subdir`): directories opened beneath
-their parent's descriptor with O_NOFOLLOW, symlinks and special files skipped, protected names and ignored
-paths left out (an ignored directory is not entered). Each judged entry is one step, whether it is shown or
-not, so a caller can bound the work of a page by counting steps; told that bound (`max_steps`), the walk
-keeps no more than that many entries of a directory, so a page costs as much in a directory of a million
-files as in one of a thousand.
+Every entry is judged by the walker's own rules (`walker.hidden`, `walker.open_subdir`): directories
+opened beneath their parent's descriptor with O_NOFOLLOW, symlinks and special files skipped, protected
+names and ignored paths left out (an ignored directory is not entered). Each judged entry is one step,
+whether it is shown or not, so a caller can bound the work of a page by counting steps; told that bound
+(`max_steps`), the walk keeps no more than that many entries of a directory, so a page costs as much in a
+directory of a million files as in one of a thousand.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.ignore import IgnoreOptions, IgnoreRules
 from coretools.sandbox.paths import DirEntry, Location, dir_entry
-from coretools.sandbox.walk import hidden, open_subdir
+from coretools.sandbox.walker import hidden, open_subdir
 
 MAX_DEPTH = 64
 
