@@ -533,14 +533,14 @@ def test_write_through_parent_swapped_after_it_was_opened(
     """B14: the parent directory is replaced by a link to the decoy after it was opened: the write lands in
     the directory that was opened (now renamed), never in the decoy."""
     (scene.root / "sub" / "victim.txt").write_text("old\n")
-    original = Workspace._parent_of
+    original = Workspace.open_parent
 
     def parent_of(self, loc, *, create):
         opened = original(self, loc, create=create)
         swap_for_link(scene.root / "sub", scene.decoy, keep=scene.root / "sub-old")
         return opened
 
-    monkeypatch.setattr(Workspace, "_parent_of", parent_of)
+    monkeypatch.setattr(Workspace, "open_parent", parent_of)
     ws.write_atomic(ws.locate("sub/victim.txt"), b"NEW\n")
     assert (scene.root / "sub-old" / "victim.txt").read_bytes() == b"NEW\n"
     assert not (scene.decoy / "victim.txt").exists()
@@ -553,13 +553,13 @@ def test_write_target_swapped_for_link_before_rename(
     replaces the link itself; the decoy is untouched."""
     target = scene.root / "sub" / "victim.txt"
     target.write_text("old\n")
-    original = Workspace._replace
+    original = writes_mod.Writes._replace
 
     def replace(self, parent_fd, name, *args, **kw):
         swap_for_link(target, scene.decoy / "secret.txt")
         return original(self, parent_fd, name, *args, **kw)
 
-    monkeypatch.setattr(Workspace, "_replace", replace)
+    monkeypatch.setattr(writes_mod.Writes, "_replace", replace)
     ws.write_atomic(ws.locate("sub/victim.txt"), b"NEW\n")
     assert not target.is_symlink() and target.read_bytes() == b"NEW\n"
 
