@@ -481,18 +481,8 @@ ARGV_BYTES = 256 * 1024  # above this, bwrap's options go through `--args FD`
 def _options_in_a_file(wrapped: list[str]) -> tuple[int, list[str]]:
     """bwrap's options (everything before `--`) in an anonymous file it reads with `--args FD`."""
     cut = wrapped.index("--")
-    fd = os.memfd_create("coretools-bwrap-args") if hasattr(os, "memfd_create") else _unlinked_file()
-    data = b"".join(os.fsencode(a) + b"\0" for a in wrapped[1:cut])
-    diskio.write_all(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
+    fd = diskio.anonymous_file("coretools-bwrap-args", b"".join(os.fsencode(a) + b"\0" for a in wrapped[1:cut]))
     return fd, [wrapped[0], "--args", str(fd), *wrapped[cut:]]
-
-
-def _unlinked_file() -> int:
-    handle = tempfile.TemporaryFile()
-    fd = os.dup(handle.fileno())
-    handle.close()
-    return fd
 
 
 def _seccomp_fd() -> int | None:

@@ -3,6 +3,7 @@
 * `write_all`: `os.write` may write less than it was given (a signal, a pipe, a full quota mid-way);
 * `read_all`: `os.pread` likewise, from an offset, up to an optional limit;
 * `fsync_dir`: a file created, renamed or removed is durable only once its directory is synced;
+* `anonymous_file`: bytes handed to another program as a file with no name (memfd), read from its start;
 * `replace_file`: a file the server keeps for itself (in the state directory, the memory file) replaced
   atomically by path: a temporary file beside it, fsync, rename over it, fsync the directory; a reader sees
   the old content or the new, never a mix, and a crash leaves at most the temporary file.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import tempfile
 
 from coretools.sandbox import kernel
 
@@ -58,6 +60,23 @@ def fsync_dir(folder: str | int) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def anonymous_file(label: str, data: bytes) -> int:
+    """A descriptor (close-on-exec; pass it on with `pass_fds`) of a file with no name holding `data`, at its
+    start: a memfd named `label` where the platform has them, else an unlinked temporary file."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create(label, os.MFD_CLOEXEC)
+    else:  # pragma: no cover - not Linux
+        with tempfile.TemporaryFile() as handle:
+            fd = os.dup(handle.fileno())
+    try:
+        write_all(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def replace_file(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, private: bool = False) -> None:

@@ -39,7 +39,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from coretools.sandbox import settings
+from coretools.sandbox import diskio, settings
 from coretools.sandbox.durable import is_temp_name
 from coretools.sandbox.ignore import (
     DEFAULT_EXCLUDES,
@@ -630,7 +630,7 @@ class RgRun:
             argv[1:1] = ["--threads", str(rg_threads())]
         try:
             for data in self.ignore_files:
-                fd = _memfile(data)
+                fd = diskio.anonymous_file("coretools-ignore", data)
                 fds.append(fd)
                 argv[1:1] = ["--ignore-file", f"/proc/self/fd/{fd}"]
             spec = RunSpec(
@@ -695,20 +695,6 @@ class PathTooLong:
         if self.first is None:
             self.first = line[4 : -len(self._SUFFIX)].decode("utf-8", "replace")
         return True
-
-
-def _memfile(data: bytes) -> int:
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("coretools-ignore", os.MFD_CLOEXEC)
-    else:  # pragma: no cover - non-Linux
-        import tempfile
-
-        handle = tempfile.TemporaryFile()
-        fd = os.dup(handle.fileno())
-        handle.close()
-    os.write(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
 
 
 @functools.lru_cache(maxsize=2)
