@@ -89,6 +89,8 @@ LONG = (
     "tests/client/test_oauth.py",
     "tests/server/test_auth_discovery.py",
     "tests/client/test_cli.py",
+    "tests/attacks/test_sse_streams.py",
+    "tests/attacks/test_walk_bounds.py",
     "tests/test_history_undo.py::test_history_and_undo_from_another_directory",
 )
 
