@@ -146,19 +146,17 @@ def holders_of(marks: list[str]) -> dict[str, list[int]]:
             tasks = os.listdir(f"/proc/{entry.name}/task")
         except OSError:
             continue
-        seen: set[str] = set()
         for task in tasks:
             try:
                 with open(f"/proc/{entry.name}/task/{task}/cmdline", "rb") as fh:
                     cmdline = fh.read()
             except OSError:
                 continue
-            for mark, needle in needles.items():
-                if mark not in seen and needle in cmdline:
-                    seen.add(mark)
-                    found[mark].append(int(entry.name))
-            if cmdline:
-                break  # the other threads of a live main thread share its command line
+            if cmdline:  # every live thread reads the process's one command line
+                for mark, needle in needles.items():
+                    if needle in cmdline:
+                        found[mark].append(int(entry.name))
+                break
     return found
 
 
