@@ -77,3 +77,23 @@ def test_the_backstop_cuts_any_text_and_says_so() -> None:
     assert sum(map(len, texts)) <= 6000 and texts[0] == "a" * 5000
     assert "4,000 of its 10,000 characters are not shown" in texts[1] and texts[1].endswith("ask for less.]")
     assert fit(ToolResult(blocks), 0, "x").content == blocks
+
+
+@pytest.mark.parametrize("name", ["search_file_content", "grep_search"])
+async def test_a_cut_says_how_to_narrow_the_tool_whichever_name_called_it(tmp_path: Path, name: str) -> None:
+    (tmp_path / "many.txt").write_text("".join(f"needle {n} " + "x" * 60 + "\n" for n in range(200)))
+    flags = ("--schema-dialect", "latest", "--max-result-chars", "600")  # grep_search is the published name
+    result = await call_tool(tmp_path, name, {"pattern": "needle"}, *flags)
+    text = text_of(result)
+    assert len(text) <= 600 and "result cut" in text
+    assert text.endswith("To see the rest, search a smaller directory (`path`) or fewer files (`include`).]")
+
+
+def test_a_long_error_message_keeps_its_head_and_tail() -> None:
+    from coretools.errors import ToolError
+    from coretools.tools.base import MAX_ERROR_CHARS, ToolResult
+
+    message = "head " + "x" * 3 * MAX_ERROR_CHARS + " tail"
+    text = ToolResult.from_error(ToolError(message)).text_content
+    assert len(text) < MAX_ERROR_CHARS + 100 and text.startswith("head ") and text.endswith(" tail")
+    assert f"[{len(message) - MAX_ERROR_CHARS} characters of this error message omitted]" in text
