@@ -9,8 +9,19 @@ is checked against what its layer may import.
     client/      imports client only
     cli.py       the top: nothing imports it (but `__main__`)
 
-and no module is over 1,000 lines. At run time, importing the bridge loads no module of the other
-layers and not google-genai.
+and no module is over 1,000 lines. The shape besides:
+
+- no import cycle between coretools modules; an import inside a function or under `if TYPE_CHECKING:`
+  counts like any other, so it cannot hide one;
+- no module takes another's private names (`from a import _x`, `a._x`);
+- the server and the CLI name no tool (no string literal is a published tool name): what they need of a
+  tool, the tool contract says;
+- search_file_content's modules live in its package (`tools/search/`), not as `search_*` modules;
+- the tools enter the sandbox and the workspace layer by their front doors (`from coretools.sandbox
+  import Workspace`: a name in the package's `__all__`), never module by module.
+
+Each check has a case that shows it can fail. At run time, importing the bridge loads no module of the
+other layers and not google-genai.
 """
 
 from __future__ import annotations
