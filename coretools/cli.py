@@ -406,7 +406,8 @@ def cmd_call(args: argparse.Namespace) -> int:
         toolset = ToolSet(config)
     except ConfigurationError as exc:
         return _fail(str(exc))
-    if toolset.get(args.tool) is None:
+    published = toolset.find(args.tool)
+    if published is None:
         return _fail(toolset.unknown_tool_message(args.tool))
 
     async def run():
@@ -416,7 +417,7 @@ def cmd_call(args: argparse.Namespace) -> int:
                 workspace = Workspaces(config).decide(())  # as the server decides for a client without roots
             except ToolError as exc:
                 return ToolResult.from_error(exc)
-            return await toolset.call(args.tool, arguments, ToolContext(workspace=workspace))
+            return await toolset.run(published, args.tool, arguments, ToolContext(workspace=workspace))
         finally:
             await toolset.aclose()
 
@@ -435,11 +436,10 @@ def _journal_workspace(args: argparse.Namespace):
     ConfigurationError or ToolError."""
     from coretools.workspace import journal
     from coretools.sandbox.gateway import Workspace
-    from coretools.server.toolset import tool_options
+    from coretools.server.toolset import journal_settings
     from coretools.workspace.hints import HintedWorkspace
-    from coretools.tools.textedit.edit_tool import EditOptions
 
-    settings = tool_options(args)[EditOptions].journal_settings
+    settings = journal_settings(args)
     wanted = os.path.realpath(os.path.abspath(args.file)) if args.file else None
     roots = [Workspace.check_root(r, allow_broad=args.allow_broad_root) for r in args.roots]
     if not roots:
@@ -494,7 +494,6 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_undo(args: argparse.Namespace) -> int:
     from coretools.errors import ErrorKind, ToolError
     from coretools.workspace import journal
-    from coretools.tools.undo import describe
 
     def body(ws, book, target) -> int:
         if book is None:
@@ -504,7 +503,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
         shown = done.record.path if done.record else done.edit.path
         for skipped in done.skipped:
             sys.stderr.write(f"coretools-mcp: edit {skipped.id} of {skipped.path} never took effect; skipped\n")
-        sys.stdout.write(describe(done, shown) + "\n")
+        sys.stdout.write(done.describe(shown) + "\n")
         return EXIT_OK
 
     _recover_interrupted_writes()

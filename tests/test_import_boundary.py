@@ -535,3 +535,29 @@ def test_cli_commands_that_do_not_serve_never_import_the_sdk(tmp_path: Path) -> 
 def test_the_cli_probe_would_see_the_sdk(tmp_path: Path) -> None:
     """Guard against a probe that cannot fail: importing the SDK is noticed."""
     assert "mcp.client" in _cli_probe(tmp_path, "__import__('mcp')")["sdk"]
+
+
+def imported_tools(path: Path, source: str) -> list[str]:
+    """Each import in `source` of a tool's own module (a module `TOOL_MODULES` names, or one inside a tool's
+    package): what the server and the CLI need of a tool comes through the registry and the contract."""
+    from coretools.tools import TOOL_MODULES
+
+    owned = tuple(f"{TOP}.tools.{name}" for name in TOOL_MODULES) + (f"{TOP}.tools.textedit",)
+    module = module_name(path)
+    where = path.relative_to(PACKAGE.parent)
+    return [
+        f"{where}:{line} imports the tool module {target}"
+        for line, target in imported(source, module)
+        if any(target == o or target.startswith(o + ".") for o in owned)
+    ]
+
+
+def test_the_server_and_the_cli_import_no_tool_module() -> None:
+    files = [p for p in sources() if layer_of(module_name(p)) == "server"] + [PACKAGE / "cli.py"]
+    assert [p for path in files for p in imported_tools(path, path.read_text())] == []
+
+
+def test_the_checker_sees_an_imported_tool_module() -> None:
+    source = "def f():\n    from coretools.tools.undo import describe\n    from coretools.tools.textedit.edit_tool import EditOptions\n"
+    assert len(imported_tools(PACKAGE / "cli.py", source)) == 2
+    assert imported_tools(PACKAGE / "cli.py", "from coretools.tools.base import Tool\nfrom coretools.tools import tool_modules\n") == []

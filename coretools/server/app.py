@@ -203,7 +203,8 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         return types.ListToolsResult(tools=toolset.definitions())
 
     async def run_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> ToolResult:
-        if toolset.get(params.name) is None:
+        published = toolset.find(params.name)
+        if published is None:
             raise MCPError(code=types.INVALID_PARAMS, message=toolset.unknown_tool_message(params.name))
         try:
             workspace = await workspace_for(ctx)
@@ -222,7 +223,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
             session=scope,
         )
         try:
-            return await toolset.call(params.name, params.arguments, tool_ctx)
+            return await toolset.run(published, params.name, params.arguments, tool_ctx)
         finally:
             if own:
                 with anyio.CancelScope(shield=True):

@@ -21,6 +21,7 @@ from coretools.server.validation import CallArguments, invalid_parameters
 from coretools.tools import tool_modules
 from coretools.tools.base import Tool, ToolContext, ToolResource, ToolResult, add_flags, options_from
 from coretools.tools.budget import fit
+from coretools.workspace import JournalSettings
 
 if TYPE_CHECKING:  # annotations only: `history`, `undo` and the parser do without the MCP types
     import mcp_types as types
@@ -63,6 +64,15 @@ def tool_options(namespace: argparse.Namespace) -> dict[type, Any]:
     return {cls: options_from(cls, namespace) for cls in option_classes()}
 
 
+def journal_settings(namespace: argparse.Namespace) -> JournalSettings:
+    """The edit journal's settings (`history`, `undo`), from the options of the tools that keep it."""
+    for options in tool_options(namespace).values():
+        found = getattr(options, "journal_settings", None)
+        if isinstance(found, JournalSettings):
+            return found
+    return JournalSettings()
+
+
 @dataclass
 class Published:
     tool: Tool
@@ -83,6 +93,8 @@ class ToolSet:
         self.unavailable: dict[str, str] = {}
         self._tools: dict[str, Published] = {}
         self._other_names: dict[str, str] = {}  # a tool's name in the dialect not published -> the published
+        timeout = limit_option(config.call_timeout, "--call-timeout")
+        self._call_timeout = None if timeout is None else float(timeout)
         candidates: list[Tool] = []
         for module in tool_modules():
             if hasattr(module, "TOOL"):
@@ -125,10 +137,12 @@ class ToolSet:
         return [found for p in self._tools.values() for found in p.tool.resources()]
 
     def get(self, name: str) -> Tool | None:
-        published = self._published(name)
+        published = self.find(name)
         return published.tool if published else None
 
-    def _published(self, name: str) -> Published | None:
+    def find(self, name: str) -> Published | None:
+        """The published tool a call names (in either dialect), looked up once per call: the server checks
+        the name before it decides the workspace, then runs what it found."""
         return self._tools.get(name) or self._tools.get(self._other_names.get(name, ""))
 
     def unknown_tool_message(self, name: str) -> str:
@@ -155,26 +169,26 @@ class ToolSet:
             except Exception:  # noqa: BLE001 - shutting down: log and carry on with the others
                 logger.exception("closing tool %s failed", published.tool.name)
 
-    def call_timeout(self) -> float | None:
-        """The wall-clock limit of one call in seconds (`--call-timeout`), or None for no limit."""
-        value = limit_option(self.config.call_timeout, "--call-timeout")
-        return None if value is None else float(value)
-
     async def call(self, name: str, arguments: Any, ctx: ToolContext) -> ToolResult:
-        """Validate and run one call within `--call-timeout`. Never raises for a tool failure; cancellation
-        from outside propagates.
+        """Find, validate and run one call (`run`); an unknown name is answered as a failed call."""
+        published = self.find(name)
+        if published is None:
+            return ToolResult.error(self.unknown_tool_message(name), ErrorKind.INVALID_TOOL_PARAMS)
+        return await self.run(published, name, arguments, ctx)
+
+    async def run(self, published: Published, name: str, arguments: Any, ctx: ToolContext) -> ToolResult:
+        """Validate and run one call of a tool `find` returned, within `--call-timeout`; `name` is the name
+        the call used. Never raises for a tool failure; cancellation from outside propagates.
 
         On expiry the tool is cancelled: the process groups it started are killed by the process runner's
         cancellation handling, and work it runs in threads stops at its next cancellation check (threads
         cannot be killed, so the tools keep such work bounded)."""
-        published = self._published(name)
-        assert published is not None, name
         try:
             args = published.arguments.check(name, arguments)
         except ToolError as exc:
             return ToolResult.from_error(exc)
         ctx.result_chars = self.config.max_result_chars
-        limit = self.call_timeout()
+        limit = self._call_timeout
         result: ToolResult | None = None
         with anyio.move_on_after(limit) as scope, ctx.session.active():
             result = await self._run(published.tool, name, args, ctx)

@@ -6,7 +6,6 @@ same journal as `coretools-mcp undo`, and is journaled itself, so an undo can be
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +76,7 @@ class UndoTool(Tool):
         ws = ctx.workspace
         loc = ws.locate(args["file_path"])
         done = await anyio.to_thread.run_sync(self._undo, ws, loc, args.get("edit_id"))
-        return ToolResult.text(describe(done, loc.shown), {"edit": done.edit.id, "undo": done.record and done.record.id})
+        return ToolResult.text(done.describe(loc.shown), {"edit": done.edit.id, "undo": done.record and done.record.id})
 
     def _undo(self, ws: Workspace, loc: Location, edit_id: int | None) -> journal.Undone:
         """Under the file's edit lock (given up if the call is cancelled while waiting for it)."""
@@ -91,20 +90,6 @@ class UndoTool(Tool):
             return journal.undo(ws, book, target=target, edit_id=edit_id, force=False)
         finally:
             lock.release()
-
-
-def describe(done: journal.Undone, shown: str) -> str:
-    """One sentence for the model (and the command line) on what an undo did."""
-    edit = done.edit
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(edit.time))
-    what = f"edit {edit.id} ({edit.tool or 'edit'} at {when})"
-    if done.record is None:
-        return f"Nothing to write: {shown} already has its content from before {what}."
-    state = "removed it (the edit had created it)" if edit.created else "restored its content from before it"
-    return (
-        f"Undid {what} of {shown}: {state}. This undo is edit {done.record.id}; undoing the file again "
-        "reverts it."
-    )
 
 
 TOOL = UndoTool

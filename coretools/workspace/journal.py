@@ -526,6 +526,18 @@ class Undone:
     record: Entry | None
     skipped: tuple[Entry, ...] = ()
 
+    def describe(self, shown: str) -> str:
+        """One sentence for the model (and the command line) on what the undo did to `shown`."""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.edit.time))
+        what = f"edit {self.edit.id} ({self.edit.tool or 'edit'} at {when})"
+        if self.record is None:
+            return f"Nothing to write: {shown} already has its content from before {what}."
+        state = "removed it (the edit had created it)" if self.edit.created else "restored its content from before it"
+        return (
+            f"Undid {what} of {shown}: {state}. This undo is edit {self.record.id}; undoing the file again "
+            "reverts it."
+        )
+
 
 def history(journal: Journal, target: str | None = None) -> list[Entry]:
     """The live entries, oldest first; only those of the file `target` (a canonical path) if given."""
