@@ -119,6 +119,12 @@ class ShellPolicy:
     def active(self) -> bool:
         return bool(self.allow or self.deny)
 
+    @property
+    def strict(self) -> bool:
+        """Whether an allowlist is in force: then only what the policy can account for runs, and allowlisted
+        commands run in the hardened environment (`hardened_env`)."""
+        return bool(self.allow)
+
     def describe(self) -> str:
         parts = []
         if self.allow:
@@ -152,7 +158,7 @@ def _refuse(part: str, why: str) -> CommandRefused:
 class _Checker:
     def __init__(self, policy: ShellPolicy) -> None:
         self.policy = policy
-        self.strict = bool(policy.allow)
+        self.strict = policy.strict
         self.found: list[list[str]] = []
         self.trailing: dict[tuple[int, int], list[Any]] = {}  # command -> its words that follow a redirection
         self.budget = Budget()  # brace expansion's, for the whole command

@@ -195,7 +195,7 @@ class RunShellCommand(Tool):
 
     def _warn_if_allowlist_is_not_a_boundary(self) -> None:
         """One start-up warning when allowed programs can start other programs and no OS sandbox bounds them."""
-        if not self.policy.allow or self.settings.chosen.mode != "none":
+        if not self.policy.strict or self.settings.chosen.mode != "none":
             return
         programs = runs_programs(prefix[0] for prefix in self.policy.allow)
         if programs:
@@ -283,7 +283,7 @@ class RunShellCommand(Tool):
             # Off the event loop: the sandbox looks through the roots (git directories, secret files).
             spec = await anyio.to_thread.run_sync(
                 functools.partial(self.settings.spec, shell.runner, ["bash", "-c", command], cwd=cwd, roots=roots,
-                                  hardened=bool(self.policy.allow))  # fmt: skip
+                                  hardened=self.policy.strict)  # fmt: skip
             )
             if self.policy.active:
                 spec.env = agreeing_locale(spec.env)
