@@ -26,11 +26,12 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 from http_harness import HttpServer, http_client, server_command
 from support import snapshot
@@ -124,17 +125,30 @@ def start(scene: Scene, *flags: str, command: list[str] | None = None) -> HttpSe
         pytest.fail(f"the server did not start with {' '.join(flags) or 'no shell option'}: {exc}")
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that a module's sessions (below) live across its tests."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="module", params=list(SANDBOXED))
-def sandboxed(request: pytest.FixtureRequest, scene: Scene) -> Iterator[HttpServer]:
+async def sandboxed(request: pytest.FixtureRequest, scene: Scene) -> AsyncIterator[Client]:
+    """A session with a server in each sandbox mode, for every command of the module's tests."""
     command = confined(scene.root) if request.param == "auto-without-namespaces" else None
     server = start(scene, *SANDBOXED[request.param], command=command)
-    yield server
-    server.stop()
+    try:
+        async with http_client(server.url) as client:
+            yield client
+    finally:
+        server.stop()
 
 
-async def shell(server: HttpServer, command: str) -> dict:
-    async with http_client(server.url) as client:
-        result = await client.call_tool("run_shell_command", {"command": command})
+async def shell(to: Client | HttpServer, command: str) -> dict:
+    """Run `command` in an open session, or in a session of its own to a server."""
+    if isinstance(to, HttpServer):
+        async with http_client(to.url) as client:
+            return await shell(client, command)
+    result = await to.call_tool("run_shell_command", {"command": command})
     assert result.structured_content is not None, result
     return result.structured_content
 
@@ -146,7 +160,7 @@ def unique(prefix: str) -> str:
 # -- what a sandboxed command cannot write --------------------------------------------------------------
 
 
-async def test_home_is_not_writable(sandboxed: HttpServer, scene: Scene) -> None:
+async def test_home_is_not_writable(sandboxed: Client, scene: Scene) -> None:
     """`$HOME` (shell start-up files, ssh keys, tool configuration that runs code) is read-only."""
     name = unique("probe")
     bashrc = (scene.home / ".bashrc").read_bytes()
@@ -163,7 +177,7 @@ async def test_home_is_not_writable(sandboxed: HttpServer, scene: Scene) -> None
         shutil.rmtree(scene.home / f".ssh-{name}", ignore_errors=True)
 
 
-async def test_etc_is_not_writable(sandboxed: HttpServer) -> None:
+async def test_etc_is_not_writable(sandboxed: Client) -> None:
     """`/etc` is read-only even to a server running as root."""
     marker = Path("/etc") / unique("coretools-probe")
     try:
@@ -174,7 +188,7 @@ async def test_etc_is_not_writable(sandboxed: HttpServer) -> None:
         marker.unlink(missing_ok=True)
 
 
-async def test_outside_the_roots_is_not_writable(sandboxed: HttpServer, scene: Scene) -> None:
+async def test_outside_the_roots_is_not_writable(sandboxed: Client, scene: Scene) -> None:
     """The root's sibling directory (a path outside every root, reached through `..`) is read-only."""
     before = snapshot(scene.evil)
     name = unique("pwned")
@@ -189,7 +203,7 @@ async def test_outside_the_roots_is_not_writable(sandboxed: HttpServer, scene: S
         (scene.evil / "secret.txt").write_text("DECOY SECRET\n")
 
 
-async def test_links_in_the_root_do_not_reach_outside(sandboxed: HttpServer, scene: Scene) -> None:
+async def test_links_in_the_root_do_not_reach_outside(sandboxed: Client, scene: Scene) -> None:
     """A symbolic link in the root to the sibling, and a hard link in the root to a file of the sibling
     (same file system), give no write access to it: the sandbox judges the file, not the name."""
     before = snapshot(scene.evil)
@@ -208,7 +222,7 @@ async def test_links_in_the_root_do_not_reach_outside(sandboxed: HttpServer, sce
             link.unlink()
 
 
-async def test_the_command_has_no_capabilities(sandboxed: HttpServer) -> None:
+async def test_the_command_has_no_capabilities(sandboxed: Client) -> None:
     """Even when the server runs as root, a sandboxed command holds no capability (effective, permitted,
     bounding, ambient, inheritable): root's capabilities reach past any path rule (loading a kernel
     module, raw I/O, device nodes, mounts)."""
@@ -235,7 +249,7 @@ for kind, number in ((stat.S_IFCHR, os.makedev(1, 3)), (stat.S_IFBLK, os.makedev
 """
 
 
-async def test_devices_are_out_of_reach(sandboxed: HttpServer, scene: Scene) -> None:
+async def test_devices_are_out_of_reach(sandboxed: Client, scene: Scene) -> None:
     """A device is a way around every path rule (a disk's block device is the whole disk): the command can
     neither open a host device other than the usual ones for writing nor make a device node in the root,
     even as root. Only the open(2) and mknod(2) are tried; nothing is written to a device."""
@@ -250,7 +264,7 @@ async def test_devices_are_out_of_reach(sandboxed: HttpServer, scene: Scene) -> 
             made.unlink()
 
 
-async def test_the_root_and_the_temporary_directory_are_writable(sandboxed: HttpServer, scene: Scene) -> None:
+async def test_the_root_and_the_temporary_directory_are_writable(sandboxed: Client, scene: Scene) -> None:
     """What a build needs still works: the root and the command's temporary directory are writable."""
     name = unique("inside")
     s = await shell(sandboxed, f'echo ok > {name} && t="${{TMPDIR:-/tmp}}/{name}" && echo tmp-ok > "$t" && cat "$t"')
@@ -259,7 +273,7 @@ async def test_the_root_and_the_temporary_directory_are_writable(sandboxed: Http
     (scene.root / name).unlink()
 
 
-async def test_the_default_caches_are_writable(sandboxed: HttpServer, scene: Scene) -> None:
+async def test_the_default_caches_are_writable(sandboxed: Client, scene: Scene) -> None:
     """The toolchains' caches (XDG, npm, cargo, go, maven, gradle) stay writable: package managers work."""
     name = unique("cache")
     paths = [f'"$HOME/{cache}/{name}"' for cache in CACHES]
@@ -272,7 +286,7 @@ async def test_the_default_caches_are_writable(sandboxed: HttpServer, scene: Sce
             (scene.home / cache / name).unlink(missing_ok=True)
 
 
-async def test_what_runs_code_next_to_the_caches_is_not_writable(sandboxed: HttpServer, scene: Scene) -> None:
+async def test_what_runs_code_next_to_the_caches_is_not_writable(sandboxed: Client, scene: Scene) -> None:
     """Only the caches themselves: `~/.cargo/env` (sourced by the user's profile), `~/.cargo/bin` and
     `~/go/bin` (on the user's PATH), cargo's and maven's configuration, gradle's init scripts and
     properties all run code on the host later, and stay read-only."""
@@ -297,7 +311,7 @@ landlock_only = pytest.mark.parametrize("sandboxed", ["landlock"], indirect=True
 
 
 @landlock_only
-async def test_landlock_alone_uses_no_namespace(sandboxed: HttpServer, scene: Scene) -> None:
+async def test_landlock_alone_uses_no_namespace(sandboxed: Client, scene: Scene) -> None:
     """`--shell-sandbox landlock` holds without bubblewrap: the command runs in the server's own user,
     mount and PID namespaces, and a write outside what it may write is refused by the kernel's access
     check (EACCES), not by a read-only mount (EROFS)."""
@@ -393,7 +407,7 @@ def connect_command(port: int) -> str:
 
 
 @landlock_only
-async def test_landlock_with_network(sandboxed: HttpServer, listener: tuple[int, list[int]]) -> None:
+async def test_landlock_with_network(sandboxed: Client, listener: tuple[int, list[int]]) -> None:
     """Without `--shell-no-network`, a command under Landlock reaches a local server."""
     port, accepted = listener
     before = len(accepted)
@@ -403,13 +417,16 @@ async def test_landlock_with_network(sandboxed: HttpServer, listener: tuple[int,
 
 
 @pytest.fixture(scope="module")
-def offline(scene: Scene) -> Iterator[HttpServer]:
+async def offline(scene: Scene) -> AsyncIterator[Client]:
     server = start(scene, "--shell-sandbox", "landlock", "--shell-no-network")
-    yield server
-    server.stop()
+    try:
+        async with http_client(server.url) as client:
+            yield client
+    finally:
+        server.stop()
 
 
-async def test_landlock_no_network_refuses_tcp(offline: HttpServer, listener: tuple[int, list[int]]) -> None:
+async def test_landlock_no_network_refuses_tcp(offline: Client, listener: tuple[int, list[int]]) -> None:
     """`--shell-no-network --shell-sandbox landlock`: the connection is refused; the listener never sees
     it."""
     port, accepted = listener
@@ -419,7 +436,7 @@ async def test_landlock_no_network_refuses_tcp(offline: HttpServer, listener: tu
     assert len(accepted) == before
 
 
-async def test_landlock_no_network_sends_no_datagram(offline: HttpServer) -> None:
+async def test_landlock_no_network_sends_no_datagram(offline: Client) -> None:
     """No network means UDP too (Landlock's own rules cover only TCP; DNS is UDP, and a datagram carries
     data out as well as a connection): a datagram to a local UDP socket never arrives."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
