@@ -27,6 +27,7 @@ from coretools.errors import ToolError
 from coretools.server.config import ServerConfig
 from coretools.server.limits import CallLimiter
 from coretools.server.resources import Resources, published
+from coretools.server.sessionless import SessionlessViews, client_identity, sessionless
 from coretools.server.toolset import ToolSet
 from coretools.server.workspaces import Workspaces
 from coretools.sandbox.gateway import Workspace
@@ -84,10 +85,12 @@ class Sessions:
 
     Over stdio the process serves one client, so the process is the session, in either protocol era. Over
     HTTP a session is a 2025-era stateful session, held as long as its connection lives. Stateless HTTP and
-    2026-era HTTP requests stand alone, with no session: nothing carries over and the guard is off there."""
+    2026-era HTTP requests stand alone, with no session: their record is kept per client, named by what
+    each request says of its sender (`sessionless.py`), within the session record's bounds."""
 
     def __init__(self, config: ServerConfig) -> None:
         self._process = FileViews() if config.http.transport == "stdio" else None
+        self._sessionless = SessionlessViews(config.http.max_sessions, config.http.session_idle_timeout)
         self._by_connection: weakref.WeakKeyDictionary[Any, FileViews] = weakref.WeakKeyDictionary()
         self._scopes: weakref.WeakKeyDictionary[Any, SessionScope] = weakref.WeakKeyDictionary()
         self._live: weakref.WeakSet[SessionScope] = weakref.WeakSet()
@@ -119,6 +122,11 @@ class Sessions:
     def views(self, ctx: ServerRequestContext) -> FileViews | None:
         if self._process is not None:
             return self._process
+        if sessionless(ctx.request):
+            session = ctx.session
+            info = session.client_params.client_info if session.client_params is not None else None
+            identity = client_identity(ctx.request, ctx.protocol_version, info, session.client_capabilities)
+            return self._sessionless.views(identity)
         key = _connection_key(ctx)
         if key is None:
             return None

@@ -187,21 +187,6 @@ async def test_sessions_do_not_share_what_they_saw(tmp_path: Path) -> None:
         assert server.stop() == 0
 
 
-async def test_stateless_http_has_no_guard(tmp_path: Path) -> None:
-    """No session, nothing remembered between requests (the README says so)."""
-    target = tmp_path / "a.txt"
-    target.write_text(BODY)
-    server = HttpServer.start([tmp_path], "--stateless")
-    try:
-        async with http_client(server.url, "legacy") as client:
-            await client.call_tool("read_file", {"absolute_path": str(target)})
-            _append_elsewhere(target, "x\n")
-            result = await _replace(client, target, "line 4\n", "four\n")
-            assert not result.is_error, text_of(result)
-    finally:
-        assert server.stop() == 0
-
-
 def test_the_record_is_bounded_and_expires(tmp_path: Path) -> None:
     from coretools.workspace.views import FileViews
 
