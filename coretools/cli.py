@@ -525,6 +525,8 @@ def _history_line(entry) -> str:
     notes = [] if entry.kept else ["previous content too large to keep"]
     if entry.undoes is not None:
         notes.append(f"undoes {entry.undoes}")
+    if entry.moved_from:
+        notes.append(f"moved from {entry.moved_from}")
     note = f"  ({'; '.join(notes)})" if notes else ""
     return f"{entry.id:>5}  {when}  {entry.tool or '-':<10}  {before:>9} -> {after:<9}  {entry.path}{note}\n"
 

@@ -607,6 +607,14 @@ class Workspace:
         """Remove the regular file `loc` names (see `Writes.remove_file`); returns its shown path."""
         return Writes(self).remove_file(loc, expect=expect)
 
+    def make_directory(self, loc: Location) -> tuple[str, bool]:
+        """`mkdir -p` of `loc`, contained (see `Writes.make_directory`): its shown path and whether it was created."""
+        return Writes(self).make_directory(loc)
+
+    def move_file(self, source: Location, destination: Location, **how: object) -> tuple[str, str]:
+        """Rename the file `source` names to `destination`, contained (see `Writes.move_file`)."""
+        return Writes(self).move_file(source, destination, **how)  # type: ignore[arg-type]
+
     def edit_key(self, loc: Location) -> str:
         """The canonical path of the file `loc` names, the key of its edit lock (see `Writes.edit_key`)."""
         return Writes(self).edit_key(loc)

@@ -275,6 +275,92 @@ class Writes:
         finally:
             os.close(parent_fd)
 
+    def make_directory(self, loc: Location) -> tuple[str, bool]:
+        """Create the directory `loc` names and its missing parents (`mkdir -p`), each with mkdirat in a
+        descriptor that contained resolution returned (`open_parent`), never at or inside a protected path
+        (judged on the name given before anything is created, and on the real place). Returns the shown
+        path and whether it was created (False: a directory, or a contained link to one, was there)."""
+        if not self.gateway.allow_protected and (reason := protected_reason(loc.rel)):
+            raise ProtectedPath(loc.shown, reason)
+        parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=True)
+        try:
+            rel = f"{parent_rel}/{name}" if parent_rel else name
+            shown = self.gateway.shown_path(root, rel)
+            if not self.gateway.allow_protected and (reason := protected_reason(rel)):
+                raise ProtectedPath(shown, reason)
+            try:
+                os.mkdir(name, 0o777, dir_fd=parent_fd)
+            except FileExistsError:
+                with self.gateway.open_node(loc) as node:  # follows a link only inside the roots
+                    if not node.is_dir:
+                        raise ToolError(
+                            f"Cannot create directory {shown}: a {kind_name(node.st.st_mode)} of that name exists.",
+                            ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE,
+                        ) from None
+                return shown, False
+            except OSError as exc:
+                raise self.gateway.os_error(exc, shown) from None
+            diskio.fsync_dir(parent_fd)
+            return shown, True
+        finally:
+            os.close(parent_fd)
+
+    def move_file(
+        self, source: Location, destination: Location, *, overwrite: bool = False, expect: os.stat_result | None = None
+    ) -> tuple[str, str]:
+        """Rename the regular file `source` names to `destination` (its missing parent directories created
+        as writes create them), both resolved beneath a root, neither protected. An existing destination is
+        refused unless `overwrite`; without it the move is a hard link then an unlink, so a file that
+        appears at the destination meanwhile is never replaced. The names are moved, not followed: a
+        symbolic link at either end is refused. `expect` refuses a source replaced or changed since. Returns
+        both shown paths."""
+        src_fd, src_root, src_parent, src_name = self.gateway.open_parent(source, create=False)
+        dst_fd = -1
+        try:
+            src_rel = f"{src_parent}/{src_name}" if src_parent else src_name
+            src_shown = self.gateway.shown_path(src_root, src_rel)
+            if not self.gateway.allow_protected and (reason := protected_reason(src_rel)):
+                raise ProtectedPath(src_shown, reason)
+            if not self.gateway.allow_protected and (reason := protected_reason(destination.rel)):
+                raise ProtectedPath(destination.shown, reason)
+            try:
+                st = os.stat(src_name, dir_fd=src_fd, follow_symlinks=False)
+            except OSError as exc:
+                raise self.gateway.os_error(exc, src_shown) from None
+            if stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"Path is a directory, not a file: {src_shown}. Only files are moved.", ErrorKind.TARGET_IS_DIRECTORY)
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"Not a regular file ({kind_name(st.st_mode)}): {src_shown}. Only regular files are moved.", ErrorKind.FILE_WRITE_FAILURE)
+            if expect is not None:
+                _check_unchanged(st, expect, src_shown)
+            dst_fd, dst_root, dst_parent, dst_name = self.gateway.open_parent(destination, create=True)
+            dst_rel = f"{dst_parent}/{dst_name}" if dst_parent else dst_name
+            dst_shown = self.gateway.shown_path(dst_root, dst_rel)
+            if not self.gateway.allow_protected and (reason := protected_reason(dst_rel)):
+                raise ProtectedPath(dst_shown, reason)
+            _check_destination(dst_fd, dst_name, dst_shown, st, overwrite=overwrite)
+            try:
+                if overwrite:
+                    os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+                else:
+                    _link_no_replace_from(src_fd, src_name, dst_fd, dst_name, dst_shown)
+            except OSError as exc:
+                if exc.errno == errno.EXDEV:
+                    raise ToolError(
+                        f"Cannot move {src_shown} to {dst_shown}: they are on different file systems, where a file "
+                        "cannot be renamed. Nothing was moved. Write the content to the destination and delete the "
+                        "source instead.",
+                        ErrorKind.FILE_WRITE_FAILURE,
+                    ) from None
+                raise self.gateway.os_error(exc, dst_shown) from None
+            diskio.fsync_dir(dst_fd)
+            diskio.fsync_dir(src_fd)
+            return src_shown, dst_shown
+        finally:
+            os.close(src_fd)
+            if dst_fd >= 0:
+                os.close(dst_fd)
+
     def edit_key(self, loc: Location) -> str:
         """The canonical absolute path of the file `loc` names, following a contained symlink at the target
         as `write_atomic` does. It names the file across atomic replacements (an inode would not) and is the
@@ -338,6 +424,46 @@ def _link_no_replace(parent_fd: int, tmp: str, name: str, shown: str) -> None:
         os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)  # no hard links here
         return
     os.unlink(tmp, dir_fd=parent_fd)
+
+def _check_destination(parent_fd: int, name: str, shown: str, source: os.stat_result, *, overwrite: bool) -> None:
+    """Refuse a move onto a directory, a link or other non-file, onto the source itself, or onto an existing
+    file unless `overwrite`."""
+    try:
+        st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ToolError(f"{os.strerror(exc.errno or 0)}: {shown}", ErrorKind.FILE_WRITE_FAILURE) from None
+    if (st.st_dev, st.st_ino) == (source.st_dev, source.st_ino):
+        raise ToolError(f"Source and destination are the same file: {shown}. Nothing was moved.", ErrorKind.INVALID_TOOL_PARAMS)
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(
+            f"Destination is a directory: {shown}. Give the file's full new path (the directory's path and the "
+            "file's name).",
+            ErrorKind.TARGET_IS_DIRECTORY,
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"Destination is not a regular file ({kind_name(st.st_mode)}): {shown}", ErrorKind.FILE_WRITE_FAILURE)
+    if not overwrite:
+        raise ToolError(
+            f"Destination already exists: {shown}. Nothing was moved. Pass overwrite: true to replace it, or choose "
+            "another name.",
+            ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE,
+        )
+
+def _link_no_replace_from(src_fd: int, src_name: str, dst_fd: int, dst_name: str, shown: str) -> None:
+    """Move a name without ever replacing one: a hard link (refused if the destination exists), then the
+    source's unlink; a rename where the file system has no hard links."""
+    try:
+        os.link(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise ToolError(f"Destination already exists: {shown}. Nothing was moved.", ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
+            raise
+        os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        return
+    os.unlink(src_name, dir_fd=src_fd)
 
 def _refuse_linked(st: os.stat_result, shown: str) -> None:
     """Refuse to write in place a file with other names: the write would reach them all."""

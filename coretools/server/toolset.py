@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from coretools.errors import ErrorKind, ToolError
+from coretools.errors import ConfigurationError, ErrorKind, ToolError
 from coretools.sandbox.settings import limit_option
 from coretools.server.config import ServerConfig
 from coretools.server.validation import CallArguments, invalid_parameters
 from coretools.tools import tool_modules
-from coretools.tools.base import Tool, ToolContext, ToolResource, ToolResult, add_flags, options_from
+from coretools.tools.base import Tool, ToolContext, ToolResource, ToolResult, add_flags, option, options_from
 from coretools.tools.budget import fit
 from coretools.workspace import JournalSettings
 
@@ -38,6 +38,26 @@ def _timeout_message(tool: Tool, name: str, seconds: float) -> str:
     )
 
 
+ALL_TOOLS = "all"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """`--tools`: the opt-in tools to publish besides Gemini CLI's core set (`Tool.opt_in`)."""
+
+    tools: tuple[str, ...] = option(
+        (),
+        "--tools",
+        "publish these opt-in tools too, besides Gemini CLI's core set (comma-separated names, repeatable; "
+        "`all`: every tool this server has; `coretools-mcp tools --tools all` lists them)",
+        metavar="NAME[,NAME...]",
+    )
+
+    def names(self) -> set[str]:
+        """The names given, each comma-separated list split and trimmed."""
+        return {name.strip() for given in self.tools for name in given.split(",") if name.strip()}
+
+
 def tool_classes() -> list[type[Tool]]:
     return [m.TOOL for m in tool_modules() if hasattr(m, "TOOL")]
 
@@ -49,9 +69,10 @@ def add_tool_arguments(parser: argparse._ActionsContainer) -> None:
 
 
 def option_classes() -> list[type]:
-    """The options classes of the registered tools (`Tool.Options`, and `OPTIONS` of a module that provides
-    tools), each once: tools may share one (write_file and replace do)."""
-    found: list[type] = []
+    """The options classes of the registry (`Selection`, which tools are published) and of the registered
+    tools (`Tool.Options`, and `OPTIONS` of a module that provides tools), each once: tools may share one
+    (write_file and replace do)."""
+    found: list[type] = [Selection]
     for module in tool_modules():
         for cls in (getattr(getattr(module, "TOOL", None), "Options", None), getattr(module, "OPTIONS", None)):
             if cls is not None and cls not in found:
@@ -86,7 +107,8 @@ def _published(tool: Tool, definition: types.Tool) -> Published:
 
 class ToolSet:
     """The published tools of one configuration. Building it builds every tool, each with its own options;
-    a tool whose options cannot work raises `ConfigurationError` from here."""
+    a tool whose options cannot work raises `ConfigurationError` from here, as does a `--tools` name that
+    is no tool of this server. An opt-in tool the operator did not name is unavailable, with the reason."""
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
@@ -103,8 +125,11 @@ class ToolSet:
                 reserved = {c.name for c in candidates}
                 options = self.options(module.OPTIONS)
                 candidates.extend(module.provide(options, roots=list(config.roots), reserved=reserved))
+        chosen = self._chosen(candidates)
         for tool in candidates:
             reason = tool.unavailable_reason()
+            if not reason and tool.opt_in and tool.name not in chosen:
+                reason = f"opt-in; start the server with --tools {tool.name} (or --tools {ALL_TOOLS}) to publish it"
             if reason:
                 self.unavailable[tool.name] = reason
                 continue
@@ -115,6 +140,21 @@ class ToolSet:
             self._tools[definition.name] = _published(tool, definition)
             if definition.name != tool.name:
                 self._other_names[tool.name] = definition.name
+
+    def _chosen(self, candidates: list[Tool]) -> set[str]:
+        """The names of the opt-in tools `--tools` publishes; an unknown name is refused, naming the known."""
+        asked = self.options(Selection).names()
+        known = {name for tool in candidates for name in (tool.name, tool.latest_name) if name}
+        if ALL_TOOLS in asked:
+            return known
+        unknown = sorted(asked - known)
+        if unknown:
+            listed = ", ".join(sorted(t.name for t in candidates))
+            raise ConfigurationError(
+                f"--tools: no tool named {', '.join(repr(n) for n in unknown)} on this server. Its tools: {listed} "
+                f"(or {ALL_TOOLS!r} for every one of them)."
+            )
+        return {tool.name for tool in candidates if asked & {tool.name, tool.latest_name}}
 
     def options(self, cls: type) -> Any:
         """The options object of class `cls` this configuration holds, or its defaults."""

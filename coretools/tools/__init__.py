@@ -4,7 +4,8 @@ A module may instead (or also) expose `provide(options, *, roots, reserved) -> l
 exist only under some configuration (tools discovered from a project command, say), with the class of its
 `options` as `OPTIONS`; its fields are command-line flags like a tool's `Options` (see `base.option`). The
 server lists tools in the order below, and registers their flags in that order; a module that is not
-present is simply not published.
+present is simply not published. A tool that is not one of Gemini CLI's core tools says so (`Tool.opt_in`)
+and is published only when the operator names it (`--tools`, see `coretools.server.toolset`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ TOOL_MODULES = (
     "google_web_search",
     "save_memory",
     "undo",
+    "create_directory",
+    "move_file",
+    "delete_file",
     "discovered",
 )
 

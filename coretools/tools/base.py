@@ -283,6 +283,9 @@ class Tool:
     # The tool walks directories and skips what ignore files and the default excludes match, with a parameter
     # to include them: the server's instructions name it where they say so.
     skips_ignored: ClassVar[bool] = False
+    # Not one of Gemini CLI's core tools: published only when the operator names it (`--tools NAME` or
+    # `--tools all`), so the default published set stays Gemini CLI's own.
+    opt_in: ClassVar[bool] = False
 
     def __init__(self, options: Any = None) -> None:
         self.options = self.Options() if options is None else options

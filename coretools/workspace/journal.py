@@ -1,4 +1,5 @@
-"""The edit journal: the content every write_file and replace replaced, kept so the edit can be undone.
+"""The edit journal: the content every write_file and replace replaced, kept so the edit can be undone; a
+removed file's content and a move's old path too (`journaled_move`: an undo moves the file back).
 
 One journal per workspace (its set of real root paths), in the user's state directory, never under a root:
 `settings.state_dir()/journal/<key>/` (0700) holds `meta.json` (the roots), `lock` (flock target) and numbered
@@ -84,6 +85,7 @@ class Entry:
     kept: bool  # False: the previous content was larger than the journal's size bound and was not kept
     undoes: int | None = None  # for an undo: the edit it reverted
     other_names: int = 0  # hard links besides `path`: the edit replaced this name only; they kept `before`
+    moved_from: str | None = None  # for a move: the path the file had; `after` is its content, `before` the replaced
 
     @property
     def created(self) -> bool:
@@ -388,22 +390,31 @@ class Journal:
 
     def record(self, tool: str, path: str, before: Snapshot, after: bytes | None, undoes: int | None = None) -> Entry:
         """`begin`, then make the record durable at once."""
-        entry, sync = self.begin(tool, path, before, after, undoes)
+        entry, sync = self.begin(tool, path, before, after, undoes=undoes)
         sync()
         return entry
 
     def begin(
-        self, tool: str, path: str, before: Snapshot, after: bytes | None, undoes: int | None = None
+        self,
+        tool: str,
+        path: str,
+        before: Snapshot,
+        after: bytes | None,
+        *,
+        undoes: int | None = None,
+        moved: tuple[str, Snapshot] | None = None,
     ) -> tuple[Entry, Callable[[], None]]:
         """Keep `before` (the file's content now) with the entry of an edit that will write `after`: one
         record, appended now, which also carries the new floor (evicting the oldest entries). Returns the
         entry and the record's sync, which must have run before the edit's new content can become visible;
-        the writer runs it beside its own fsync (`durable.fsync_together`), so one commit can cover both."""
+        the writer runs it beside its own fsync (`durable.fsync_together`), so one commit can cover both.
+        For a move, `moved` is the path the file comes from and its content (which `after` then stands for)."""
         state = self._state()
         kept = before.sha is None or (before.data is not None and before.size <= self.settings.max_bytes)
+        after_sha, after_size = (moved[1].sha, moved[1].size) if moved else (digest(after), len(after or b""))
         entry = Entry(
-            state.top + 1, time.time(), tool, path, before.sha, before.size, digest(after),
-            0 if after is None else len(after), kept, undoes, before.st.st_nlink - 1 if before.st and before.sha else 0,
+            state.top + 1, time.time(), tool, path, before.sha, before.size, after_sha, after_size, kept, undoes,
+            before.st.st_nlink - 1 if before.st and before.sha else 0, moved[0] if moved else None,
         )
         blob = (before.data or b"") if before.sha is not None and kept else b""
         return entry, self._append(state, {**vars(entry), "floor": self._floor(state, entry)}, blob)
@@ -517,6 +528,49 @@ def journaled(
             sync()
 
 
+def journaled_move(
+    ws: Workspace,
+    source: Location,
+    destination: Location,
+    tool: str,
+    settings: JournalSettings,
+    move: Callable[[os.stat_result | None], tuple[str, str]],
+) -> tuple[str, str]:
+    """Run `move` (which renames `source` to `destination`, refusing a source whose stat is no longer the
+    one it is given) with one journal entry, under the journal's lock: on the destination's path, holding
+    what it replaced (nothing, or an overwritten file's content) and the source's path, so an undo moves the
+    file back. A destination whose content is larger than the journal keeps is not overwritten. A journal
+    that cannot be written is logged and the move goes ahead."""
+    try:
+        journal = Journal.open([r.path for r in ws.roots], settings)
+    except OSError as exc:
+        logger.warning("edit journal unavailable (%s); %s was moved without a journal entry", exc, source.shown)
+        journal = None
+    if journal is None:
+        return move(None)
+    with journal.locked():
+        try:
+            moved = read_snapshot(ws, source, 0)
+            before = read_snapshot(ws, destination, journal.settings.max_bytes)
+            if before.sha is not None and before.data is None:
+                raise ToolError(
+                    f"Not moved: {destination.shown} exists and its content ({before.size:,} bytes) is larger than the "
+                    f"edit journal keeps ({journal.settings.max_bytes:,} bytes), so replacing it could not be undone.",
+                    ErrorKind.FILE_TOO_LARGE,
+                )
+            src_key, dst_key = ws.edit_key(source), ws.edit_key(destination)
+            entry, sync = journal.begin(tool, dst_key, before, None, moved=(src_key, moved))
+        except OSError as exc:
+            logger.warning("could not journal the move of %s (%s); it goes ahead unjournaled", source.shown, exc)
+            return move(None)
+        try:
+            sync()
+            return move(moved.st)
+        except BaseException:
+            journal.void(entry.id)
+            raise
+
+
 @dataclass(frozen=True)
 class Undone:
     """What an undo did: the edit it reverted, its own journal entry (None when the file already had that
@@ -532,6 +586,12 @@ class Undone:
         what = f"edit {self.edit.id} ({self.edit.tool or 'edit'} at {when})"
         if self.record is None:
             return f"Nothing to write: {shown} already has its content from before {what}."
+        if self.edit.moved_from:
+            replaced = "" if self.edit.created else f", and put back the file it had replaced at {self.edit.path}"
+            return (
+                f"Undid {what}: moved {self.edit.path} back to {self.edit.moved_from}{replaced}. This undo is edit "
+                f"{self.record.id}; undoing the file again reverts it."
+            )
         state = "removed it (the edit had created it)" if self.edit.created else "restored its content from before it"
         return (
             f"Undid {what} of {shown}: {state}. This undo is edit {self.record.id}; undoing the file again "
@@ -566,6 +626,14 @@ def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | 
                 f"larger than the journal keeps ({journal.settings.max_bytes:,} bytes, --journal-max-bytes).",
                 ErrorKind.FILE_TOO_LARGE,
             )
+        if edit.moved_from:
+            if edit is not mine[-1]:
+                raise ToolError(
+                    f"Edit {edit.id} moved {edit.moved_from} to {loc.shown}; later edits of {loc.shown} must be undone "
+                    "first.",
+                    ErrorKind.INVALID_TOOL_PARAMS,
+                )
+            return Undone(edit, _move_back(ws, journal, edit, loc, now), tuple(skipped))
         restore = journal.before_bytes(edit)
         if digest(restore) == now.sha:
             return Undone(edit, None, tuple(skipped))
@@ -587,6 +655,33 @@ def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | 
         return Undone(edit, record, tuple(skipped))
 
 
+def _move_back(ws: Workspace, journal: Journal, edit: Entry, loc: Location, now: Snapshot) -> Entry:
+    """Undo the move `edit` (its destination `loc` holds `now`): the file goes back to its old path, itself
+    journaled as a move (so undoing it again moves the file once more), and a file the move replaced comes
+    back from the journal."""
+    back = ws.locate(edit.moved_from or "")
+    restore = journal.before_bytes(edit)
+    record, sync = journal.begin("undo", edit.moved_from or "", Snapshot(None, 0, None, None), None, undoes=edit.id,
+                                 moved=(edit.path, now))
+    try:
+        sync()
+        ws.move_file(loc, back, overwrite=False, expect=now.st)
+    except BaseException:
+        journal.void(record.id)
+        raise
+    if restore is not None:
+        replaced, sync = journal.begin("undo", edit.path, Snapshot(None, 0, None, None), restore, undoes=edit.id)
+        try:
+            ws.write_atomic(loc, restore, create_parents=True, must_not_exist=True, sync_with=sync)
+        except BaseException:
+            sync()
+            journal.void(replaced.id)
+            raise
+        finally:
+            sync()
+    return record
+
+
 def _choose(entries: list[Entry], target: str | None, edit_id: int | None) -> Entry:
     if edit_id is not None:
         found = next((e for e in entries if e.id == edit_id), None)
@@ -596,10 +691,10 @@ def _choose(entries: list[Entry], target: str | None, edit_id: int | None) -> En
                 "`coretools-mcp history` lists them).",
                 ErrorKind.INVALID_TOOL_PARAMS,
             )
-        if target is not None and found.path != target:
+        if target is not None and target not in (found.path, found.moved_from):
             raise ToolError(f"Edit {edit_id} changed {found.path}, not {target}.", ErrorKind.INVALID_TOOL_PARAMS)
         return found
-    mine = [e for e in entries if target is None or e.path == target]
+    mine = [e for e in entries if target is None or target in (e.path, e.moved_from)]
     if not mine:
         where = f"of {target}" if target else "in this workspace"
         raise ToolError(f"No journaled edit {where}: nothing to undo.", ErrorKind.FILE_NOT_FOUND)

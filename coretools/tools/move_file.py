@@ -1,0 +1,87 @@
+"""move_file: rename a file inside the workspace, journaled so `undo` moves it back.
+
+Opt-in (`--tools move_file`): not one of Gemini CLI's core tools. It closes the gap that makes a model run
+`mv` in the shell, where nothing is journaled and an existing file is silently replaced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from coretools.errors import ErrorKind, ToolError
+from coretools.sandbox import Location, Workspace
+from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled
+from coretools.tools.textedit.edit_tool import EditOptions
+from coretools.workspace import journal
+
+
+class MoveFile(Tool):
+    name = "move_file"
+    title = "Move file"
+    description = (
+        "Moves (renames) one file inside the workspace, creating the destination's missing parent directories. An "
+        "existing destination is never replaced unless `overwrite` is true (its content is then kept in the edit "
+        "journal). The move is journaled, so it can be undone (`coretools-mcp undo`, or the undo tool where the "
+        "server publishes it), which moves the file back. Only regular files are moved: directories and symbolic "
+        "links are refused, as are paths inside .git directories and secret .env files at either end."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "source": {
+                "type": "string",
+                "description": "The absolute path of the file to move. A relative path is resolved against the "
+                "primary workspace root. Must be inside the workspace.",
+            },
+            "destination": {
+                "type": "string",
+                "description": "The file's new absolute path, file name included (not only a directory). Must be "
+                "inside the workspace.",
+            },
+            "overwrite": {
+                "type": "boolean",
+                "description": "Replace a file that already exists at `destination`. Default false: the move is "
+                "refused if the destination exists.",
+                "default": False,
+            },
+        },
+        "required": ["source", "destination"],
+    }
+    hint = "move_file renames a file (journaled, never replacing one unless asked); prefer it to `mv` in the shell."
+    Options = EditOptions
+    options: EditOptions
+    opt_in = True
+    read_only = False
+    destructive = True
+    idempotent = False
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        ws = ctx.workspace
+        source, destination = ws.locate(args["source"]), ws.locate(args["destination"])
+        overwrite = bool(args.get("overwrite", False))
+        src, dst = await anyio.to_thread.run_sync(self._move, ws, source, destination, overwrite)
+        return ToolResult.text(f"Moved {src} to {dst}.", {"source": src, "destination": dst})
+
+    def _move(self, ws: Workspace, source: Location, destination: Location, overwrite: bool) -> tuple[str, str]:
+        """Under both files' edit locks, taken in the order of their keys so two opposite moves cannot wait
+        for each other."""
+        first, second = sorted((source, destination), key=ws.edit_key)
+        if ws.edit_key(first) == ws.edit_key(second):
+            raise ToolError(f"Source and destination are the same file: {source.shown}. Nothing was moved.",
+                            ErrorKind.INVALID_TOOL_PARAMS)
+        held = [ws.lock_edit(first, cancelled=check_cancelled)]
+        try:
+            held.append(ws.lock_edit(second, cancelled=check_cancelled))
+
+            def move(expect: Any) -> tuple[str, str]:
+                return ws.move_file(source, destination, overwrite=overwrite, expect=expect)
+
+            return journal.journaled_move(ws, source, destination, self.name, self.options.journal_settings, move)
+        finally:
+            for lock in reversed(held):
+                lock.release()
+
+
+TOOL = MoveFile
