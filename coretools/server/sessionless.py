@@ -6,6 +6,7 @@ says of its sender, the same on every request of one client:
 
 - the credential it presented: a digest of its `Authorization` header;
 - the address it connects from (not the port, which changes per connection);
+- the program it is, as far as HTTP says: its `User-Agent`;
 - its protocol version, and the client info and capabilities that 2026-07-28 requests carry in `_meta`
   (a 2025-era stateless request carries neither: its `initialize` went to another request).
 
@@ -48,6 +49,7 @@ def client_identity(request: Any, protocol_version: str, client_info: Any, capab
     parts = {
         "credential": hashlib.sha256((request.headers.get("authorization") or "").encode()).hexdigest(),
         "address": peer[0] if peer else None,
+        "agent": request.headers.get("user-agent"),
         "protocol": protocol_version,
         "info": _plain(client_info),
         "capabilities": _plain(capabilities),

@@ -2,21 +2,25 @@
 2026-07-28 requests (`auto`), through the official MCP client and one real HTTP server for the module.
 
 The record is kept per client, named by what each request says of its sender: an edit from a stale read is
-refused and the client's own edits pass, as in a session; a client that differs in its credential or its
-client info has a record of its own, so what one client read or wrote never passes for another's read.
-The bounds (how many clients, how long idle) are checked on the record itself.
+refused and the client's own edits pass, as in a session; a client that differs in its credential, its
+User-Agent or its client info has a record of its own, so what one client read or wrote never passes for
+another's read. The bounds (how many clients, how long idle) are checked on the record itself.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
-from http_harness import HttpServer, http_client
+from http_harness import HttpServer
 from support import text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -59,11 +63,19 @@ def _named(name: str) -> dict:
     return {"client_info": types.Implementation(name=name, version="1.0")}
 
 
+@asynccontextmanager
+async def _client(url: str, mode: str, headers: dict[str, str] | None = None, **client_kwargs: Any):
+    """The official client over streamable HTTP, sending `headers` with every request."""
+    async with create_mcp_http_client(headers=headers) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode, **client_kwargs) as client:
+            yield client
+
+
 async def test_a_stale_edit_is_refused_and_own_edits_pass(server, mode: str) -> None:
     http, root = server
     target = root / f"guarded-{mode}.py"
     target.write_text(BODY)
-    async with http_client(http.url, mode) as client:
+    async with _client(http.url, mode) as client:
         await _read(client, target)
         _append_elsewhere(target, "added by someone else\n")
         result = await _replace(client, target, "line 5\n", "line five\n")
@@ -81,18 +93,22 @@ async def test_a_stale_edit_is_refused_and_own_edits_pass(server, mode: str) -> 
     ("mode", "first", "second"),
     [
         ("auto", _named("agent-a"), _named("agent-b")),
-        ("legacy", {"token": "credential-a"}, {"token": "credential-b"}),
+        ("legacy", {"headers": {"Authorization": "Bearer a"}}, {"headers": {"Authorization": "Bearer b"}}),
+        ("legacy", {"headers": {"User-Agent": "host-a/1.0"}}, {"headers": {"User-Agent": "host-b/2.0"}}),
     ],
-    ids=["2026-client-info", "stateless-credential"],
+    ids=["2026-client-info", "stateless-credential", "stateless-user-agent"],
 )
-async def test_no_client_vouches_for_anothers_write(server, mode: str, first: dict, second: dict) -> None:
+async def test_no_client_vouches_for_anothers_write(
+    server, mode: str, first: dict, second: dict, request: pytest.FixtureRequest
+) -> None:
     """A reads; B reads and edits (B's record now holds the new content); A's edit from its old read is
     refused all the same. And B, which never read the second file, may edit it after A read it and it changed."""
     http, root = server
-    target, other = root / f"shared-{mode}.py", root / f"unread-{mode}.py"
+    case = request.node.callspec.id
+    target, other = root / f"shared-{case}.py", root / f"unread-{case}.py"
     target.write_text(BODY)
     other.write_text(BODY)
-    async with http_client(http.url, mode, **first) as a, http_client(http.url, mode, **second) as b:
+    async with _client(http.url, mode, **first) as a, _client(http.url, mode, **second) as b:
         await _read(a, target)
         await _read(b, target)
         result = await _replace(b, target, "line 2\n", "line two\n")
