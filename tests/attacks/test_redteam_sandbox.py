@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,6 +175,35 @@ def test_many_secret_files_do_not_stop_later_commands(bwrap_server: StdioServer)
         assert s["stdout"].strip() == "still-running", s
     finally:
         shutil.rmtree(crowd, ignore_errors=True)
+
+
+@needs_bwrap
+def test_a_crowd_of_new_secret_files_does_not_unmask_an_old_one(bwrap_server: StdioServer) -> None:
+    """Only so many secret files are masked per command, and they were chosen shallowest first. A command
+    makes 600 `.env.N` files at the top of the root (hard links of one: a name is all it takes); the next
+    command reads `deep/a/b/.env`, the project's real secret, which no longer made the cut. Fixed by the
+    files' inode change time: a command cannot make a file look older than the ones it found."""
+    root = Path(bwrap_server.shell("pwd")["stdout"].strip())
+    deep = root / "deep" / "a" / "b"
+    crowd = root / f"crowd-{secrets.token_hex(4)}"
+    try:
+        deep.mkdir(parents=True)
+        (deep / ".env").write_text("TOPSECRET=1\n")
+        time.sleep(0.05)  # inode times advance by the kernel's clock tick
+        crowd.mkdir()
+        (crowd / ".env.0").touch()
+        for n in range(1, 600):
+            os.link(crowd / ".env.0", crowd / f".env.{n}")
+        for n in range(0, 600, 120):  # and some at the top, shallower than any directory
+            os.link(crowd / ".env.0", root / f".env.crowd{n}")
+        s = bwrap_server.shell("cat deep/a/b/.env; echo done")
+        assert s["stdout"].strip().endswith("done"), s
+        assert "TOPSECRET" not in s["stdout"], s
+    finally:
+        shutil.rmtree(crowd, ignore_errors=True)
+        shutil.rmtree(root / "deep", ignore_errors=True)
+        for stray in root.glob(".env.crowd*"):
+            stray.unlink()
 
 
 @needs_bwrap
