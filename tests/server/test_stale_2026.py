@@ -1,5 +1,6 @@
 """The stale-write guard without sessions: stateless HTTP (`legacy` on a `--stateless` server) and
-2026-07-28 requests (`auto`), through the official MCP client and one real HTTP server for the module.
+2026-07-28 requests (`auto`, on that server and on one with sessions), through the official MCP client and
+two real HTTP servers shared by the module.
 
 The record is kept per client, named by what each request says of its sender: an edit from a stale read is
 refused and the client's own edits pass, as in a session; a client that differs in its credential, its
@@ -34,9 +35,19 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
+def stateless(tmp_path_factory: pytest.TempPathFactory):
+    """A `--stateless` server: no request of it has a session, in either era."""
     root = tmp_path_factory.mktemp("stale2026")
     server = HttpServer.start([root], "--stateless", "--structured-content")
+    yield server, root
+    assert server.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def stateful(tmp_path_factory: pytest.TempPathFactory):
+    """A server with sessions: its 2026-07-28 requests still have none."""
+    root = tmp_path_factory.mktemp("stateful2026")
+    server = HttpServer.start([root], "--structured-content")
     yield server, root
     assert server.stop() == 0
 
@@ -71,9 +82,15 @@ async def _client(url: str, mode: str, headers: dict[str, str] | None = None, **
             yield client
 
 
-async def test_a_stale_edit_is_refused_and_own_edits_pass(server, mode: str) -> None:
-    http, root = server
-    target = root / f"guarded-{mode}.py"
+@pytest.mark.parametrize(
+    ("served", "mode"), [("stateless", "legacy"), ("stateless", "auto"), ("stateful", "auto")],
+    ids=["stateless-2025", "stateless-2026", "stateful-server-2026"],
+)
+async def test_a_stale_edit_is_refused_and_own_edits_pass(
+    served: str, mode: str, request: pytest.FixtureRequest
+) -> None:
+    http, root = request.getfixturevalue(served)
+    target = root / f"guarded-{request.node.callspec.id}.py"
     target.write_text(BODY)
     async with _client(http.url, mode) as client:
         await _read(client, target)
@@ -99,11 +116,11 @@ async def test_a_stale_edit_is_refused_and_own_edits_pass(server, mode: str) -> 
     ids=["2026-client-info", "stateless-credential", "stateless-user-agent"],
 )
 async def test_no_client_vouches_for_anothers_write(
-    server, mode: str, first: dict, second: dict, request: pytest.FixtureRequest
+    stateless, mode: str, first: dict, second: dict, request: pytest.FixtureRequest
 ) -> None:
     """A reads; B reads and edits (B's record now holds the new content); A's edit from its old read is
     refused all the same. And B, which never read the second file, may edit it after A read it and it changed."""
-    http, root = server
+    http, root = stateless
     case = request.node.callspec.id
     target, other = root / f"shared-{case}.py", root / f"unread-{case}.py"
     target.write_text(BODY)
