@@ -101,6 +101,39 @@ def have_openat2() -> bool:
     return _openat2 is not None
 
 
+RENAME_NOREPLACE = 1
+
+
+def _load_renameat2() -> Callable[..., int] | None:
+    if sys.platform != "linux":
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    call.restype = ctypes.c_int
+    return call
+
+
+_renameat2 = _load_renameat2()
+
+
+def rename_no_replace(src_fd: int, src: str, dst_fd: int, dst: str) -> bool:
+    """Rename the name `src` of the directory `src_fd` to `dst` of `dst_fd` in one step that never replaces
+    an existing `dst` (`renameat2(RENAME_NOREPLACE)`: FileExistsError), so a crash leaves one name or the
+    other, never both. False where the C library, the kernel or the file system cannot; the caller then
+    moves another way."""
+    if _renameat2 is None:
+        return False
+    if _renameat2(src_fd, os.fsencode(src), dst_fd, os.fsencode(dst), RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(err, os.strerror(err), dst)
+
+
 @dataclass
 class Anchor:
     """A root the walker may resolve into: its descriptor and its canonical absolute path."""

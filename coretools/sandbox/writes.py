@@ -452,9 +452,12 @@ def _check_destination(parent_fd: int, name: str, shown: str, source: os.stat_re
         )
 
 def _link_no_replace_from(src_fd: int, src_name: str, dst_fd: int, dst_name: str, shown: str) -> None:
-    """Move a name without ever replacing one: a hard link (refused if the destination exists), then the
-    source's unlink; a rename where the file system has no hard links."""
+    """Move a name without ever replacing one: a rename that refuses an existing destination where the
+    kernel has one, else a hard link (refused likewise), then the source's unlink; a plain rename where the
+    file system has neither."""
     try:
+        if kernel.rename_no_replace(src_fd, src_name, dst_fd, dst_name):
+            return
         os.link(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
     except FileExistsError:
         raise ToolError(f"Destination already exists: {shown}. Nothing was moved.", ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE) from None

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Elicitation", "NoOptions", "Tool", "ToolContext", "ToolError", "ToolResource", "ToolResult", "add_flags",
-    "check_cancelled", "option", "options_from",
+    "CONFIRM_NOTE", "check_cancelled", "confirmed", "option", "options_from",
 ]  # fmt: skip
 
 # The most characters of text one result holds (`--max-result-chars`): about 20,000 tokens, under the
@@ -213,6 +213,38 @@ class ToolResource:
     read_prefix: Callable[[int], tuple[bytes, int] | None]
     # One user's file: published only where the server serves one user (stdio), never over HTTP.
     personal: bool = True
+
+
+# What a tool that asks with `confirmed` adds to its description under `--confirm edits`.
+CONFIRM_NOTE = (
+    " This server asks the user to confirm every change before it is made; a change the user declines is not "
+    "made, and is refused if the client cannot ask the user."
+)
+
+
+async def confirmed(ctx: ToolContext, question: str, untouched: str) -> None:
+    """Ask the user `question` (MCP elicitation) before a change the operator wants confirmed; raise a
+    ToolError unless they accept. `untouched` says what was left as it was ("Nothing was deleted.")."""
+    if ctx.elicit is None:
+        raise ToolError(
+            f"Not done: this server requires the user to confirm every change (--confirm edits), but the client "
+            f"cannot ask the user (it does not support MCP elicitation). {untouched} Tell the user.",
+            ErrorKind.CANCELLED_BY_USER,
+        )
+    try:
+        answer = await ctx.elicit(question, {"type": "object", "properties": {}})
+    except Exception as exc:  # noqa: BLE001 - a client that fails to answer has not said yes
+        raise ToolError(
+            f"Not done: asking the user to confirm failed ({type(exc).__name__}: {exc}). {untouched}",
+            ErrorKind.CANCELLED_BY_USER,
+        ) from None
+    if answer.action != "accept":
+        how = "declined" if answer.action == "decline" else "dismissed"
+        raise ToolError(
+            f"Cancelled by the user: they {how} it. {untouched} Do not retry the same call; ask the user how they "
+            "would like to proceed.",
+            ErrorKind.CANCELLED_BY_USER,
+        )
 
 
 def check_cancelled() -> None:

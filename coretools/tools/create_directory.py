@@ -33,7 +33,7 @@ class CreateDirectory(Tool):
         },
         "required": ["path"],
     }
-    hint = "create_directory makes an empty directory (write_file creates a file's parents itself)."
+    hint = "make an empty directory (write_file creates a file's parent directories itself)."
     opt_in = True
     read_only = False
     destructive = False

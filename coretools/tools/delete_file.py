@@ -13,7 +13,7 @@ import anyio
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import Location, Workspace
-from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled
+from coretools.tools.base import CONFIRM_NOTE, Tool, ToolContext, ToolResult, check_cancelled, confirmed
 from coretools.tools.textedit.edit_tool import EditOptions
 from coretools.workspace import journal
 
@@ -39,7 +39,7 @@ class DeleteFile(Tool):
         },
         "required": ["path"],
     }
-    hint = "delete_file removes a file (journaled, so it can be undone); prefer it to `rm` in the shell."
+    hint = "delete a file (journaled, so it can be undone); prefer it to `rm` in the shell."
     Options = EditOptions
     options: EditOptions
     opt_in = True
@@ -47,8 +47,15 @@ class DeleteFile(Tool):
     destructive = True
     idempotent = True
 
+    def __init__(self, options: EditOptions | None = None) -> None:
+        super().__init__(options)
+        if self.options.confirm_edits:
+            self.description = type(self).description + CONFIRM_NOTE
+
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         loc = ctx.workspace.locate(args["path"])
+        if self.options.confirm_edits:
+            await confirmed(ctx, f"delete_file: Delete {loc.shown}?", "Nothing was deleted.")
         shown = await anyio.to_thread.run_sync(self._delete, ctx.workspace, loc)
         return ToolResult.text(f"Deleted file: {shown}. Its content is in the edit journal; an undo restores it.")
 

@@ -12,7 +12,7 @@ import anyio
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import Location, Workspace
-from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled
+from coretools.tools.base import CONFIRM_NOTE, Tool, ToolContext, ToolResult, check_cancelled, confirmed
 from coretools.tools.textedit.edit_tool import EditOptions
 from coretools.workspace import journal
 
@@ -49,7 +49,7 @@ class MoveFile(Tool):
         },
         "required": ["source", "destination"],
     }
-    hint = "move_file renames a file (journaled, never replacing one unless asked); prefer it to `mv` in the shell."
+    hint = "rename or move a file (journaled, never replacing one unless asked); prefer it to `mv` in the shell."
     Options = EditOptions
     options: EditOptions
     opt_in = True
@@ -57,10 +57,18 @@ class MoveFile(Tool):
     destructive = True
     idempotent = False
 
+    def __init__(self, options: EditOptions | None = None) -> None:
+        super().__init__(options)
+        if self.options.confirm_edits:
+            self.description = type(self).description + CONFIRM_NOTE
+
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace
         source, destination = ws.locate(args["source"]), ws.locate(args["destination"])
         overwrite = bool(args.get("overwrite", False))
+        if self.options.confirm_edits:
+            await confirmed(ctx, f"move_file: Move {source.shown} to {destination.shown}"
+                            + (" (replacing it if it exists)?" if overwrite else "?"), "Nothing was moved.")
         src, dst = await anyio.to_thread.run_sync(self._move, ws, source, destination, overwrite)
         return ToolResult.text(f"Moved {src} to {dst}.", {"source": src, "destination": dst})
 

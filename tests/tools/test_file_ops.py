@@ -171,3 +171,27 @@ async def test_move_file_refuses_protected_paths_and_escapes(root: Path, tmp_pat
             refused = await client.call_tool("move_file", {"source": source, "destination": destination})
             assert refused.is_error and needle in text_of(refused).lower(), (source, destination, text_of(refused))
     assert snapshot(root) == before and snapshot(tmp_path / "root-evil") == outside
+    history = cli(root, "history")  # a refused move leaves no entry to undo
+    assert "move_file" not in history.stdout, history.stdout
+
+
+async def test_confirm_edits_asks_before_a_deletion_or_a_move(root: Path) -> None:
+    import mcp_types as types
+
+    f = root / "f.txt"
+    f.write_text("f\n")
+    seen: list[str] = []
+    answers = iter(["decline", "cancel", "accept"])
+
+    async def user(context, params: types.ElicitRequestParams):
+        seen.append(params.message)
+        return types.ElicitResult(action=next(answers))
+
+    async with connect([root], "legacy", *SERVE, "--confirm", "edits", elicitation_callback=user) as client:
+        declined = await client.call_tool("delete_file", {"path": str(f)})
+        assert declined.is_error and "declined" in text_of(declined) and f.exists()
+        dismissed = await client.call_tool("move_file", {"source": "f.txt", "destination": "g.txt"})
+        assert dismissed.is_error and "dismissed" in text_of(dismissed) and f.exists()
+        accepted = await client.call_tool("move_file", {"source": "f.txt", "destination": "g.txt"})
+        assert not accepted.is_error and (root / "g.txt").read_text() == "f\n" and not f.exists()
+    assert seen == [f"delete_file: Delete {f}?", *[f"move_file: Move {f} to {root / 'g.txt'}?"] * 2]
