@@ -328,9 +328,15 @@ class Writes:
             except OSError as exc:
                 raise self.gateway.os_error(exc, src_shown) from None
             if stat.S_ISDIR(st.st_mode):
-                raise ToolError(f"Path is a directory, not a file: {src_shown}. Only files are moved.", ErrorKind.TARGET_IS_DIRECTORY)
+                raise ToolError(
+                    f"Path is a directory, not a file: {src_shown}. Only files are moved.",
+                    ErrorKind.TARGET_IS_DIRECTORY,
+                )
             if not stat.S_ISREG(st.st_mode):
-                raise ToolError(f"Not a regular file ({kind_name(st.st_mode)}): {src_shown}. Only regular files are moved.", ErrorKind.FILE_WRITE_FAILURE)
+                raise ToolError(
+                    f"Not a regular file ({kind_name(st.st_mode)}): {src_shown}. Only regular files are moved.",
+                    ErrorKind.FILE_WRITE_FAILURE,
+                )
             if expect is not None:
                 _check_unchanged(st, expect, src_shown)
             dst_fd, dst_root, dst_parent, dst_name = self.gateway.open_parent(destination, create=True)
@@ -435,7 +441,9 @@ def _check_destination(parent_fd: int, name: str, shown: str, source: os.stat_re
     except OSError as exc:
         raise ToolError(f"{os.strerror(exc.errno or 0)}: {shown}", ErrorKind.FILE_WRITE_FAILURE) from None
     if (st.st_dev, st.st_ino) == (source.st_dev, source.st_ino):
-        raise ToolError(f"Source and destination are the same file: {shown}. Nothing was moved.", ErrorKind.INVALID_TOOL_PARAMS)
+        raise ToolError(
+            f"Source and destination are the same file: {shown}. Nothing was moved.", ErrorKind.INVALID_TOOL_PARAMS
+        )
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(
             f"Destination is a directory: {shown}. Give the file's full new path (the directory's path and the "
@@ -443,7 +451,9 @@ def _check_destination(parent_fd: int, name: str, shown: str, source: os.stat_re
             ErrorKind.TARGET_IS_DIRECTORY,
         )
     if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"Destination is not a regular file ({kind_name(st.st_mode)}): {shown}", ErrorKind.FILE_WRITE_FAILURE)
+        raise ToolError(
+            f"Destination is not a regular file ({kind_name(st.st_mode)}): {shown}", ErrorKind.FILE_WRITE_FAILURE
+        )
     if not overwrite:
         raise ToolError(
             f"Destination already exists: {shown}. Nothing was moved. Pass overwrite: true to replace it, or choose "
@@ -460,7 +470,9 @@ def _link_no_replace_from(src_fd: int, src_name: str, dst_fd: int, dst_name: str
             return
         os.link(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
     except FileExistsError:
-        raise ToolError(f"Destination already exists: {shown}. Nothing was moved.", ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE) from None
+        raise ToolError(
+            f"Destination already exists: {shown}. Nothing was moved.", ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE
+        ) from None
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
             raise

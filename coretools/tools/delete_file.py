@@ -64,7 +64,10 @@ class DeleteFile(Tool):
         still what was journaled."""
         with ws.open_node(loc, follow=False) as node:
             if node.is_dir:
-                raise ToolError(f"Path is a directory, not a file: {loc.shown}. Only files are deleted.", ErrorKind.TARGET_IS_DIRECTORY)
+                raise ToolError(
+                    f"Path is a directory, not a file: {loc.shown}. Only files are deleted.",
+                    ErrorKind.TARGET_IS_DIRECTORY,
+                )
             if not node.is_file:
                 raise ToolError(
                     f"Not a regular file: {loc.shown}. Only regular files are deleted (not symbolic links).",
