@@ -17,6 +17,8 @@ from coretools.tools.base import CONFIRM_NOTE, Tool, ToolContext, ToolResult, ch
 from coretools.tools.textedit.edit_tool import EditOptions
 from coretools.workspace import journal
 
+NO_JOURNAL_NOTE = " This server keeps no edit journal (--no-journal): a deletion cannot be undone."
+
 
 class DeleteFile(Tool):
     name = "delete_file"
@@ -49,8 +51,10 @@ class DeleteFile(Tool):
 
     def __init__(self, options: EditOptions | None = None) -> None:
         super().__init__(options)
+        if not self.options.journal_settings.enabled:
+            self.description = type(self).description + NO_JOURNAL_NOTE
         if self.options.confirm_edits:
-            self.description = type(self).description + CONFIRM_NOTE
+            self.description += CONFIRM_NOTE
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         loc = ctx.workspace.locate(args["path"])

@@ -48,6 +48,10 @@ def test_the_default_set_is_unchanged_and_tools_adds_by_name(root: Path) -> None
     ]
     every = ToolSet(make_config([root], "--tools", "all"))
     assert set(NEW) <= set(every.names)
+    unjournaled = ToolSet(make_config([root], "--tools", "all", "--no-journal"))
+    for name in ("move_file", "delete_file"):
+        assert "cannot be undone" in unjournaled.get(name).description
+        assert "cannot be undone" not in every.get(name).description
     with pytest.raises(ConfigurationError) as refused:
         ToolSet(make_config([root], "--tools", "move_file,mv"))
     assert "'mv'" in str(refused.value) and "delete_file" in str(refused.value) and "all" in str(refused.value)
