@@ -61,6 +61,8 @@ class DeleteFile(Tool):
         if self.options.confirm_edits:
             await confirmed(ctx, f"delete_file: Delete {loc.shown}?", "Nothing was deleted.")
         shown = await anyio.to_thread.run_sync(self._delete, ctx.workspace, loc)
+        if ctx.views is not None:  # the session knows the file is gone: creating it again is not a stale write
+            ctx.views.saw(shown, None)
         return ToolResult.text(f"Deleted file: {shown}. Its content is in the edit journal; an undo restores it.")
 
     def _delete(self, ws: Workspace, loc: Location) -> str:

@@ -14,7 +14,7 @@ from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import Location, Workspace
 from coretools.tools.base import CONFIRM_NOTE, Tool, ToolContext, ToolResult, check_cancelled, confirmed
 from coretools.tools.textedit.edit_tool import EditOptions
-from coretools.workspace import journal
+from coretools.workspace import FileViews, journal
 
 NO_JOURNAL_NOTE = " This server keeps no edit journal (--no-journal): a move cannot be undone."
 
@@ -74,6 +74,8 @@ class MoveFile(Tool):
             await confirmed(ctx, f"move_file: Move {source.shown} to {destination.shown}"
                             + (" (replacing it if it exists)?" if overwrite else "?"), "Nothing was moved.")
         src, dst = await anyio.to_thread.run_sync(self._move, ws, source, destination, overwrite)
+        if ctx.views is not None:
+            await anyio.to_thread.run_sync(self._remember, ws, ctx.views, src, dst)
         return ToolResult.text(f"Moved {src} to {dst}.", {"source": src, "destination": dst})
 
     def _move(self, ws: Workspace, source: Location, destination: Location, overwrite: bool) -> tuple[str, str]:
@@ -94,6 +96,20 @@ class MoveFile(Tool):
         finally:
             for lock in reversed(held):
                 lock.release()
+
+    @staticmethod
+    def _remember(ws: Workspace, views: FileViews, src: str, dst: str) -> None:
+        """What the session now knows (the stale-write guard): nothing at the old path, and at the new one
+        the file as it saw it under the old (a rename changes no content), or nothing it has seen."""
+        known = views.seen(src) is not None
+        views.saw(src, None)
+        views.forget(dst)
+        if known:
+            try:
+                with ws.open_node(ws.locate(dst), follow=False) as node:
+                    views.saw(node.path, node.st)
+            except ToolError:
+                pass
 
 
 TOOL = MoveFile

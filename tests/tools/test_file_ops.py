@@ -199,3 +199,20 @@ async def test_confirm_edits_asks_before_a_deletion_or_a_move(root: Path) -> Non
         accepted = await client.call_tool("move_file", {"source": "f.txt", "destination": "g.txt"})
         assert not accepted.is_error and (root / "g.txt").read_text() == "f\n" and not f.exists()
     assert seen == [f"delete_file: Delete {f}?", *[f"move_file: Move {f} to {root / 'g.txt'}?"] * 2]
+
+
+async def test_the_sessions_own_deletion_or_move_is_no_stale_write(root: Path) -> None:
+    f, a, b = root / "f.txt", root / "a.txt", root / "b.txt"
+    f.write_text("f\n")
+    a.write_text("a\n")
+    async with connect([root], "legacy", *SERVE) as client:
+        for path in (f, a):
+            assert not (await client.call_tool("read_file", {"absolute_path": str(path)})).is_error
+        assert not (await client.call_tool("delete_file", {"path": str(f)})).is_error
+        again = await client.call_tool("write_file", {"file_path": str(f), "content": "new\n"})
+        assert not again.is_error and f.read_text() == "new\n", text_of(again)
+        assert not (await client.call_tool("move_file", {"source": str(a), "destination": str(b)})).is_error
+        edited = await client.call_tool("replace", {"file_path": str(b), "old_string": "a", "new_string": "b"})
+        assert not edited.is_error and b.read_text() == "b\n", text_of(edited)
+        made = await client.call_tool("write_file", {"file_path": str(a), "content": "fresh\n"})
+        assert not made.is_error and a.read_text() == "fresh\n", text_of(made)
