@@ -30,6 +30,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -86,6 +87,7 @@ class Entry:
     undoes: int | None = None  # for an undo: the edit it reverted
     other_names: int = 0  # hard links besides `path`: the edit replaced this name only; they kept `before`
     moved_from: str | None = None  # for a move: the path the file had; `after` is its content, `before` the replaced
+    mode: int | None = None  # the permission bits `before` had (set-user/group-ID dropped), for a file put back anew
 
     @property
     def created(self) -> bool:
@@ -415,6 +417,7 @@ class Journal:
         entry = Entry(
             state.top + 1, time.time(), tool, path, before.sha, before.size, after_sha, after_size, kept, undoes,
             before.st.st_nlink - 1 if before.st and before.sha else 0, moved[0] if moved else None,
+            _mode(before),
         )
         blob = (before.data or b"") if before.sha is not None and kept else b""
         return entry, self._append(state, {**vars(entry), "floor": self._floor(state, entry)}, blob)
@@ -476,6 +479,12 @@ class Journal:
                 if name not in ("lock", "meta.json") and _segment_number(name) is None:
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(self.folder, name))
+
+
+def _mode(before: Snapshot) -> int | None:
+    if before.st is None or before.sha is None:
+        return None
+    return stat.S_IMODE(before.st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
 
 
 def _kept_size(entry: Entry) -> int:
@@ -644,7 +653,8 @@ def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | 
                 ws.remove_file(loc, expect=now.st)
             else:
                 ws.write_atomic(
-                    loc, restore, create_parents=True, must_not_exist=now.st is None, expect=now.st, sync_with=sync
+                    loc, restore, create_parents=True, must_not_exist=now.st is None, expect=now.st, sync_with=sync,
+                    mode=edit.mode,
                 )
         except BaseException:
             sync()
@@ -672,7 +682,7 @@ def _move_back(ws: Workspace, journal: Journal, edit: Entry, loc: Location, now:
     if restore is not None:
         replaced, sync = journal.begin("undo", edit.path, Snapshot(None, 0, None, None), restore, undoes=edit.id)
         try:
-            ws.write_atomic(loc, restore, create_parents=True, must_not_exist=True, sync_with=sync)
+            ws.write_atomic(loc, restore, create_parents=True, must_not_exist=True, sync_with=sync, mode=edit.mode)
         except BaseException:
             sync()
             journal.void(replaced.id)

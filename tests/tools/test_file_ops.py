@@ -90,6 +90,7 @@ async def test_create_directory_inside_the_roots_only(root: Path, tmp_path: Path
 async def test_delete_file_is_journaled_and_undone_by_the_tool_and_the_cli(root: Path) -> None:
     f, g = root / "notes.txt", root / "keep" / "data.bin"
     f.write_text("first\nsecond\n")
+    f.chmod(0o750)
     g.parent.mkdir()
     g.write_bytes(b"\x00\x01binary")
     async with connect([root], "legacy", *SERVE) as client:
@@ -99,6 +100,7 @@ async def test_delete_file_is_journaled_and_undone_by_the_tool_and_the_cli(root:
         assert again.is_error and "not found" in text_of(again).lower()
         undone = await client.call_tool("undo", {"file_path": str(f)})
         assert not undone.is_error and f.read_text() == "first\nsecond\n", text_of(undone)
+        assert f.stat().st_mode & 0o777 == 0o750
         gone = await client.call_tool("delete_file", {"path": "keep/data.bin"})
         assert not gone.is_error and not g.exists()
     history = cli(root, "history")
