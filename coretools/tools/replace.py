@@ -194,9 +194,14 @@ class Replace(te.EditTool):
         matches, newline_at = _find(text, old_string, breaks)
         if not matches:
             return _recovered_plan(loc, path, st, text, codec, breaks, args, before)
+        new_lf = te.to_lf(new_string)
+        old_lf = te.to_lf(old_string)
+        if old_lf in new_lf:
+            text_lf = te.to_lf(text) if breaks.crlf else text
+            _refuse_applied(path, text_lf, te.around(text_lf, old_lf, new_lf),
+                            "old_string is in the file only inside new_string, which is there already")
         expected = len(matches) if args.get("allow_multiple") else args["expected_replacements"]
         _check_count(path, text, [s for s, _ in matches[:10]], len(matches), expected, "")
-        new_lf = te.to_lf(new_string)
         size = _edited_size(st.st_size, codec, te.to_lf(old_string), new_lf, matches, newline_at)
         if size > te.edit_limit():
             what = f"replacing {_plural(expected, 'occurrence')} of old_string with new_string"
@@ -216,6 +221,8 @@ class Replace(te.EditTool):
         return plan
 
 
+_SHOWN = 8  # lines of a refused near miss shown
+
 _HOW = {
     "lines": "matched line by line ignoring whitespace",
     "unescaped": "matched once unescaped",
@@ -230,11 +237,30 @@ def _recovered_plan(loc: Location, path: str, st, text: str, codec: te.Codec, br
     where (or refuses, the file untouched); its replacements take the file's line endings."""
     old_string: str = args["old_string"]
     text_lf = te.to_lf(text) if breaks.crlf else text
-    found = te.recover(text_lf, te.to_lf(old_string), te.to_lf(args["new_string"]), check=check_cancelled)
+    old_lf, new_lf = te.to_lf(old_string), te.to_lf(args["new_string"])
+    _refuse_replay(path, text_lf, old_lf, new_lf, args)
+    try:
+        found = te.recover(text_lf, old_lf, new_lf, check=check_cancelled)
+    except te.AmbiguousIndentation as exc:
+        raise ToolError(
+            f"Cannot apply the edit to {path}: old_string is not literally in the file; it matched ignoring "
+            "indentation, but old_string and new_string are indented differently and new_string fits two "
+            f"readings: the lines you kept from old_string would go to {exc} (the first line you kept, at "
+            "the first place). Nothing was changed. Send old_string exactly as the file has it (read_file), or "
+            "new_string in the file's own indentation.",
+            ErrorKind.EDIT_NO_OCCURRENCE_FOUND,
+        ) from None
     if not found.count:
+        _refuse_applied(path, text_lf, te.replayed(text_lf, old_lf, new_lf, check_cancelled, deletions=True)[:1],
+                        "old_string is not in the file, nor anything near it, and new_string (which deletes part of "
+                        "it) is there")
         raise ToolError(_no_match_message(path, text, old_string, found.nearest), ErrorKind.EDIT_NO_OCCURRENCE_FOUND)
     expected = found.count if args.get("allow_multiple") else args["expected_replacements"]
     _check_count(path, text_lf, [s for s, _ in found.spans[:10]], found.count, expected, found.strategy)
+    if found.strategy == "fuzzy":
+        done = [span for span in found.spans if te.closer_to_new(text_lf, old_lf, new_lf, span)]
+        _refuse_applied(path, text_lf, done, "old_string is not in the file; the closest text to it is closer "
+                        "still to new_string")
     if breaks.crlf:
         ends = iter(_original_indices(text, [i for span in found.spans for i in span]))
         matches = list(zip(ends, ends))
@@ -254,11 +280,60 @@ def _recovered_plan(loc: Location, path: str, st, text: str, codec: te.Codec, br
     if size > te.edit_limit():
         what = f"replacing {_plural(expected, 'occurrence')} of old_string with new_string"
         raise te.too_big(path, size, what, _SPLIT_EDIT)
+    broken = te.introduced_error(path, text, new)
+    if broken is not None:
+        raise ToolError(_breaks_message(path, text_lf, found, broken), ErrorKind.EDIT_NO_OCCURRENCE_FOUND)
     plan = te.Plan(loc, path, text, new, te.encode(new, codec, path), created=False, expect=st, before=before)
     plan.replacements = found.count
     plan.notes = [found.note, *te.style_notes(codec, breaks)]
     plan.spans = te.align(text, new, raw)
     return plan
+
+
+def _refuse_replay(path: str, text: str, old: str, new: str, args: dict[str, Any]) -> None:
+    """Refuse, before any near-miss strategy runs, an edit that is already applied: old_string is not in the
+    file and new_string is, as often as the edit asks (once by default). A repeated call would otherwise
+    have a near-miss strategy edit whatever else resembles old_string, such as a sibling function."""
+    spans = te.replayed(text, old, new, check=check_cancelled)
+    if spans and len(spans) == (len(spans) if args.get("allow_multiple") else args["expected_replacements"]):
+        _refuse_applied(path, text, spans, "old_string is not in the file and new_string is already there")
+
+
+def _refuse_applied(path: str, text: str, spans: list[tuple[int, int]], why: str) -> None:
+    """The answer to an edit that is applied already (`spans`: where new_string stands; none: go on)."""
+    if not spans:
+        return
+    where = ", ".join(_line_range(text, s, e) for s, e in spans[:10]) + (", ..." if len(spans) > 10 else "")
+    raise ToolError(
+        f"Already applied at lines {where} of {path}: {why}, so this edit looks like a repeated call. Nothing "
+        "was changed. If you meant to change another place, read the file (read_file) and send that place's "
+        "exact text as old_string.",
+        ErrorKind.EDIT_NO_CHANGE,
+    )
+
+
+def _breaks_message(path: str, text: str, found: te.Recovery, error: str) -> str:
+    """The refusal of a recovered edit whose result has a syntax error the file does not have: where the
+    near miss was found, what is wrong, and the lines as they are."""
+    (start, end), more = found.spans[0], len(found.spans) - 1
+    first = _line_numbers(text, [start])[0]
+    last = first + text.count("\n", start, max(start, end - 1))
+    where = f"lines {first}-{last}" + (f" (and {_plural(more, 'other place')})" if more else "")
+    rows = text.split("\n")[first - 1 : min(last, first + _SHOWN - 1)]
+    shown = "\n".join(f"{first + k:>6}| {row[:200]}" for k, row in enumerate(rows))
+    if last - first + 1 > _SHOWN:
+        shown += f"\n{'':>6}  ... ({last - first + 1 - _SHOWN} more lines)"
+    return (
+        f"Cannot apply the edit to {path}: old_string is not literally in the file; it {_HOW[found.strategy]} at "
+        f"{where}, but the edited file would have a syntax error it does not have now: {error}. Nothing was "
+        "changed. Check new_string's indentation and brackets, or copy the exact lines into old_string:\n"
+        + shown
+    )
+
+
+def _line_range(text: str, start: int, end: int) -> str:
+    first = _line_numbers(text, [start])[0]
+    return f"{first}-{first + text.count(chr(10), start, max(start, end - 1))}"
 
 
 def _check_count(path: str, text: str, starts: list[int], found: int, expected: int, strategy: str) -> None:

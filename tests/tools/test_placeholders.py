@@ -72,6 +72,10 @@ POSITIVES = [
     "-- same as before",
     "// The rest of the code stays the same",
     "# code omitted",
+    "// TODO: keep the rest as it is",
+    "# NOTE: rest of the file unchanged",
+    "/* TODO - leave the rest of the class as it is */",
+    "# keep the rest as is",
 ]
 NEGATIVES = [
     "...",
@@ -127,6 +131,10 @@ NEGATIVES = [
     "if (...) {",
     "/* ...args */",
     "// previous value of x",
+    "# TODO: keep the API stable",
+    "// NOTE: rest of the args are optional",
+    "# FIXME: the rest",
+    "Keep the rest as it is.",
 ]
 
 OLD = "class A {\n  m() {\n    return 1;\n  }\n  n() {\n    return 2;\n  }\n}\n"

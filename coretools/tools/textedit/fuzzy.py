@@ -91,6 +91,13 @@ def levenshtein(a: str, b: str) -> int:
     return score
 
 
+def similarity(a: list[str], b: list[str]) -> float:
+    """The line-aligned similarity of two blocks of stripped lines (see the module docstring); blocks of
+    different lengths are compared over the shorter, the missing lines counted as wholly different."""
+    dist = sum(levenshtein(x, y) for x, y in zip(a, b)) + sum(len(x) for x in (a[len(b):] or b[len(a):]))
+    return 1 - dist / max(sum(map(len, a)), sum(map(len, b)), 1)
+
+
 def distance_cost(a: str, b: str) -> int:
     """What `levenshtein(a, b)` costs, in units of about half a microsecond: a step per character of the
     longer string, each step a few operations on integers as wide as the shorter one."""

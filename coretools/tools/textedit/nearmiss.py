@@ -13,6 +13,10 @@ The strategies, in order (the first that finds at least one match decides; its c
    lines are free to break differently. Whitespace the caller kept from `old_string` stays the file's.
 4. fuzzy: the one window of the file's lines clearly closest to a block of 3+ lines (see `fuzzy`).
 
+Before and after the cascade, a repeated edit is recognised (`replayed`, `around`, `closer_to_new`): once an
+edit is applied its old_string is gone or only similar to the edited lines, and a near-miss strategy would
+edit the look-alike; the caller answers "already applied" instead.
+
 Everything works on the text with CRLF made LF; spans are in that text and replacements are LF text (the
 caller maps both back to the file's line endings). Matching is linear in the file (KMP over line and token
 keys); only the fuzzy search is more, and it is bounded.
@@ -135,6 +139,85 @@ def recover(text: str, old: str, new: str, check: Callable[[], None] | None = No
     if found.count:
         return found
     return _fuzzy(lines, old, new, check)
+
+
+def replayed(text: str, old: str, new: str, check: Callable[[], None] | None = None,
+             deletions: bool = False) -> list[tuple[int, int]]:
+    """Where `new` already stands in `text` (LF): the same tokens, whatever the whitespace between them (or
+    over-escaped as in the cascade), from the start of a line to the end of one. None when its presence says
+    nothing: `new` has no token, or its tokens are a run of `old`'s (a deletion leaves text of old_string
+    that was in the file before the edit too), unless `deletions` (asked once nothing near `old` is found).
+    The caller asks only when `old` is not literally there.
+
+    Hosts and models retry: the same edit sent again finds its old_string gone and its new_string in place,
+    and any near-miss strategy would then edit whatever else resembles old_string."""
+    if len(text) > MAX_TOKEN_CHARS:
+        return []
+    for o, n in ((old, new), (unescape(old), unescape(new))):
+        want = _TOKEN.findall(n)
+        if not want or not deletions and _contains(_TOKEN.findall(o), want):
+            return []
+        if any(tok not in text for tok in set(want)):
+            continue
+        recent: list[tuple[int, int]] = []
+        spans = []
+        for _ in _kmp(_remember(_TOKEN.finditer(text), recent, len(want)), want, check):
+            start, end = recent[-len(want)][0], recent[-1][1]
+            before, after = text[text.rfind("\n", 0, start) + 1 : start], text[end : _line_end(text, end)]
+            if before.strip(" \t") or after.strip(" \t"):
+                continue
+            spans.append((start, end))
+            if len(spans) > MAX_MATCHES_KEPT:
+                break
+        if spans:
+            return spans
+    return []
+
+
+def around(text: str, old: str, new: str) -> list[tuple[int, int]]:
+    """The occurrences of `new` in `text` (LF) that hold every literal occurrence of `old`, when `new` holds
+    `old` (an edit that only adds text before or after it): such an edit is applied already, and applying
+    it again would add its text twice. Else none."""
+    at = new.find(old)
+    if not old or at < 0:
+        return []
+    offsets = [at]
+    while (at := new.find(old, at + 1)) >= 0:
+        offsets.append(at)
+    spans: list[tuple[int, int]] = []
+    pos = text.find(old)
+    while pos >= 0:
+        start = next((pos - k for k in offsets if pos >= k and text.startswith(new, pos - k)), None)
+        if start is None:
+            return []
+        if not spans or spans[-1][0] != start:
+            spans.append((start, start + len(new)))
+        pos = text.find(old, pos + len(old))
+    return spans
+
+
+def closer_to_new(text: str, old: str, new: str, span: tuple[int, int]) -> bool:
+    """Whether the file's lines where a fuzzy match of `old` begins are closer to `new` than to `old`: the
+    edit is there already (a repeated call whose old_string is now only similar to the edited lines), and
+    applying it again would change what it changed once more."""
+    start = _line_start(text, span[0])
+    theirs = [line.strip() for line in _Block.of(new).lines]
+    ours = [line.strip() for line in _Block.of(old).lines]
+    here = [line.strip() for line in text[start:].split("\n", len(theirs) + len(ours))]
+    shorter = max(0, len(ours) - len(theirs))  # lines deleted at the start of old_string: new_string's are further on
+    best = max(fuzzy.similarity(here[d : d + len(theirs)], theirs) for d in range(shorter + 1))
+    return best > fuzzy.similarity(here[: len(ours)], ours)
+
+
+def _line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
+
+
+def _contains(outer: list[str], inner: list[str]) -> bool:
+    """Whether the items `inner` are a run of the items `outer`."""
+    n = len(inner)
+    return any(outer[i : i + n] == inner for i in range(len(outer) - n + 1))
 
 
 def unescape(s: str) -> str:

@@ -2,7 +2,8 @@
 the result says where, as a fact ("Note: after this edit, line 42 has a syntax error (Python 3.11: unexpected
 indent)."). A file that was already broken is not mentioned, nor is anything the checker cannot judge: an
 unknown kind of file, or any failure of the checker itself. A check skipped for its cost is said to be,
-with why ("Note: the syntax of this file was not checked (...)").
+with why ("Note: the syntax of this file was not checked (...)"). `introduced_error` asks the same of an
+edit not yet written (replace refuses a recovered edit that would break the file).
 
 Python is parsed by this interpreter's own parser (so the note names its version: newer syntax can be reported
 as an error), JSON by `json`, TOML by `tomllib`, YAML by PyYAML's parser (events only, so custom tags are
@@ -84,15 +85,35 @@ def _note(path: str, old: str, new: str) -> str | None:
     if isinstance(error, Skipped):
         _remember(path, label, new, error)
         return f"Note: the syntax of this file was not checked ({label}: {error.reason})."
-    # (an old text whose check was skipped is not known to be broken: the new error is noted)
-    was_broken = error is not None and bool(old.strip()) and _known_error(_outcome(path, label, check, old))
+    found = _introduced(path, label, check, old, new, error)
     _remember(path, label, new, error)
-    if error is None or was_broken:
+    return None if found is None else f"Note: after this edit, {found}."
+
+
+def introduced_error(path: str, old: str, new: str) -> str | None:
+    """"line N has a syntax error (label: message): `text`" when `new` has a syntax error and `old` had none;
+    else None (a check skipped or failed included). Unlike `syntax_note`, it remembers nothing: it judges a
+    candidate that may never be written."""
+    try:
+        kind = language(path, new)
+        if kind is None:
+            return None
+        label, check = kind
+        error = _outcome(path, label, check, new)
+        return None if isinstance(error, Skipped) else _introduced(path, label, check, old, new, error)
+    except Exception:  # noqa: BLE001 - a checker that fails says nothing about the file
         return None
-    line, message = error
+
+
+def _introduced(path: str, label: str, check: Checker, old: str, new: str, error: Outcome) -> str | None:
+    """What `syntax_note` and `introduced_error` say of the new text's `error`, None when there is none or
+    the old text was broken too (an old text whose check was skipped is not known to be broken)."""
+    if error is None or bool(old.strip()) and _known_error(_outcome(path, label, check, old)):
+        return None
+    line, message = error  # type: ignore[misc]
     text = _line_text(new, line)
     shown = f": `{text}`" if text else ""
-    return f"Note: after this edit, line {line} has a syntax error ({label}: {message}){shown}."
+    return f"line {line} has a syntax error ({label}: {message}){shown}"
 
 
 # path -> (checker label, text length, text hash, outcome) of the text the last edit of the file wrote
