@@ -63,6 +63,8 @@ class DeleteFile(Tool):
         shown = await anyio.to_thread.run_sync(self._delete, ctx.workspace, loc)
         if ctx.views is not None:  # the session knows the file is gone: creating it again is not a stale write
             ctx.views.saw(shown, None)
+        if not self.options.journal_settings.enabled:
+            return ToolResult.text(f"Deleted file: {shown}. This server keeps no edit journal: it cannot be undone.")
         return ToolResult.text(f"Deleted file: {shown}. Its content is in the edit journal; an undo restores it.")
 
     def _delete(self, ws: Workspace, loc: Location) -> str:
