@@ -210,13 +210,19 @@ def proc_rss_kib(pid: int) -> int:
 
 
 @asynccontextmanager
-async def http_client(url: str, mode: str = "legacy", token: str | None = None, **client_kwargs: Any):
-    """An official MCP `Client` connected to `url` (streamable HTTP), sending a bearer token when given."""
+async def http_client(
+    url: str, mode: str = "legacy", token: str | None = None, headers: dict[str, str] | None = None,
+    **client_kwargs: Any,
+):
+    """An official MCP `Client` connected to `url` (streamable HTTP), sending a bearer token when given and
+    any other `headers` (a `User-Agent` of its own makes it another client to a server without sessions)."""
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    headers = {"Authorization": f"Bearer {token}"} if token is not None else None
+    headers = dict(headers or {})
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     async with create_mcp_http_client(headers=headers) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode, **client_kwargs) as client:
             yield client

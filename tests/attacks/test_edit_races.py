@@ -65,16 +65,18 @@ async def test_concurrent_edits_from_two_servers_are_never_lost(root: Path, stat
     answers: dict[int, tuple[bool, str]] = {}
     with HttpServer.start([root], "--stateless", "--no-journal", env=env) as one, \
             HttpServer.start([root], "--stateless", "--no-journal", env=env) as two:  # fmt: skip
-        async with http_client(one.url) as a, http_client(two.url) as b:
 
-            async def edit(client, i: int) -> None:  # noqa: ANN001 - an MCP Client
+        async def edit(url: str, i: int) -> None:
+            # Each edit is its own client (its own User-Agent): one that had edited the file before would
+            # rightly be refused by the stale-write guard once the other server changed it.
+            async with http_client(url, headers={"User-Agent": f"editor-{i}"}) as client:
                 args = {"file_path": str(target), "old_string": "\nEND\n", "new_string": f"\nedit-{i}\nEND\n"}
                 result = await client.call_tool("replace", args, read_timeout_seconds=240)
                 answers[i] = (bool(result.is_error), text_of(result))
 
-            async with anyio.create_task_group() as group:
-                for i in range(120):
-                    group.start_soon(edit, a if i % 2 else b, i)
+        async with anyio.create_task_group() as group:
+            for i in range(120):
+                group.start_soon(edit, one.url if i % 2 else two.url, i)
     text = target.read_text()
     succeeded = [i for i, (error, said) in answers.items() if not error and "Successfully modified" in said]
     lost = [i for i in succeeded if f"\nedit-{i}\n" not in text]
