@@ -495,11 +495,11 @@ from coretools import cli
 from coretools.server.toolset import ToolSet
 
 cli.build_parser(with_client=False)  # imports every tool module, as each `call` does
-_tool_call, _writing = ToolSet.call, False
+_tool_run, _writing = ToolSet.run, False
 
-async def _marked_call(self, *args, **kwargs):
+async def _marked_run(self, *args, **kwargs):
     open(MARK, "w").close()
-    return await _tool_call(self, *args, **kwargs)
+    return await _tool_run(self, *args, **kwargs)
 
 def _marked_write(fd, data):
     global _writing
@@ -508,7 +508,7 @@ def _marked_write(fd, data):
         open(MARK + ".write", "w").close()
     return write(fd, data)
 
-ToolSet.call, os.write = _marked_call, _marked_write
+ToolSet.run, os.write = _marked_run, _marked_write
 root, tool = sys.argv[1], sys.argv[2]
 while line := sys.stdin.readline():
     MARK, arguments = line.split()
