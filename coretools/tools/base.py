@@ -132,7 +132,8 @@ class ToolContext:
     workspace: Workspace
     report_progress: ProgressFn = _no_progress
     elicit: ElicitFn | None = None  # None when the client cannot be asked
-    # What this session was shown of each file (the stale-write guard); None where there is no session.
+    # What this client was shown of each file (the stale-write guard: per session, or per client where there
+    # is none, see `server/sessionless.py`); None where nothing is remembered (`coretools-mcp call`).
     views: FileViews | None = None
     # The size budget of this call's result in characters (`--max-result-chars`); tools fit their text to it.
     result_chars: int = DEFAULT_RESULT_CHARS
