@@ -29,6 +29,7 @@ exception private to one module, raised and caught there, is left out):
 * Unreadable                  a JSON-RPC message that cannot be served              [server.message_errors]
 * ValueError
   + UrlProblem                a URL malformed, of another scheme, with credentials  [sandbox.netpolicy]
+  + AmbiguousIndentation      new_string's indentation fits two readings            [tools.textedit.indent]
 * OSError
   + EscapeError               resolution would leave the root                       [sandbox.kernel]
   + LandlockError             the kernel refused a Landlock ruleset                 [sandbox.landlock]
