@@ -56,24 +56,44 @@ def make_tool(cls, roots: list[Path], *extra: str):  # noqa: ANN001 - a Tool sub
     return cls(make_config(roots, *extra).tool_options[cls.Options])
 
 
+class ToolSession:
+    """One configuration's tool set and workspace, kept for many calls through ToolSet.call (the server's
+    path): `async with ToolSession(root) as tools: await tools.call("replace", file_path=...)`."""
+
+    def __init__(self, roots: Path | list[Path], *extra: str) -> None:
+        self.roots = roots if isinstance(roots, list) else [roots]
+        self.extra = extra
+
+    async def __aenter__(self) -> ToolSession:  # noqa: PYI034
+        from coretools.server.toolset import ToolSet
+        from coretools.workspace.hints import HintedWorkspace
+
+        config = make_config(self.roots, *self.extra)
+        self.toolset = ToolSet(config)
+        await self.toolset.start()
+        self.ws = HintedWorkspace(config.roots, allow_protected=config.allow_protected)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            self.ws.close()
+        finally:
+            await self.toolset.aclose()
+
+    async def call(self, tool: str, /, **args):
+        return await self.send(tool, args)
+
+    async def send(self, tool: str, arguments: object):
+        """One call with `arguments` as given (not necessarily an object: bad input is tested too)."""
+        from coretools.tools.base import ToolContext
+
+        return await self.toolset.call(tool, arguments, ToolContext(workspace=self.ws))
+
+
 async def call_tool(roots: Path | list[Path], name: str, args: dict, *extra: str):
     """Run one tool through ToolSet.call (same path as the server); returns a ToolResult."""
-    from coretools.server.toolset import ToolSet
-    from coretools.tools.base import ToolContext
-    from coretools.workspace.hints import HintedWorkspace
-
-    roots = roots if isinstance(roots, list) else [roots]
-    config = make_config(roots, *extra)
-    toolset = ToolSet(config)
-    await toolset.start()
-    try:
-        ws = HintedWorkspace(config.roots, allow_protected=config.allow_protected)
-        try:
-            return await toolset.call(name, args, ToolContext(workspace=ws))
-        finally:
-            ws.close()
-    finally:
-        await toolset.aclose()
+    async with ToolSession(roots, *extra) as tools:
+        return await tools.send(name, args)
 
 
 @asynccontextmanager

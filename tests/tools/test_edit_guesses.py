@@ -11,46 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import make_config
+from tests.support import ToolSession, text_of
 
 pytestmark = pytest.mark.anyio
-
-
-class Server:
-    """One server's tool set for the calls of a test."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    async def __aenter__(self) -> Server:  # noqa: PYI034
-        from coretools.server.toolset import ToolSet
-        from coretools.workspace.hints import HintedWorkspace
-
-        config = make_config([self.root])
-        self.toolset = ToolSet(config)
-        await self.toolset.start()
-        self.ws = HintedWorkspace(config.roots, allow_protected=config.allow_protected)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.ws.close()
-        await self.toolset.aclose()
-
-    async def call(self, tool: str, **args):
-        from coretools.tools.base import ToolContext
-
-        return await self.toolset.call(tool, args, ToolContext(workspace=self.ws))
-
-
-def text_of(res) -> str:
-    return "\n".join(block.text for block in res.content if getattr(block, "text", None))
 
 
 async def replace(root: Path, name: str, content: str, *calls: tuple[str, str]) -> tuple[list, str]:
     """Write `content` to `name`, send each (old_string, new_string) in turn; the results and the file."""
     f = root / name
     f.write_text(content)
-    async with Server(root) as server:
+    async with ToolSession(root) as server:
         results = [await server.call("replace", file_path=str(f), old_string=old, new_string=new)
                    for old, new in calls]
     return results, f.read_text()
@@ -215,7 +185,7 @@ DOC = "# Guide\n\nInstall it.\n\n## Usage\n\nRun `tool --help`.\n\n## Limits\n\n
 async def test_prose_placeholder_that_cut_a_document_is_refused(root: Path, line: str) -> None:
     f = root / "GUIDE.md"
     f.write_text(DOC)
-    async with Server(root) as server:
+    async with ToolSession(root) as server:
         res = await server.call("write_file", file_path=str(f), content=f"# Guide\n\nInstall it with pip.\n\n{line}\n")
         assert res.is_error and line in text_of(res), text_of(res)
         res = await server.call("replace", file_path=str(f), old_string=DOC[DOC.index("Install"):],
@@ -229,14 +199,14 @@ async def test_prose_placeholder_that_cut_a_document_is_refused(root: Path, line
 async def test_prose_that_is_no_placeholder_passes(root: Path, line: str) -> None:
     f = root / "GUIDE.md"
     f.write_text(DOC)
-    async with Server(root) as server:
+    async with ToolSession(root) as server:
         res = await server.call("write_file", file_path=str(f), content=f"# Guide\n\nInstall it.\n\n{line}\n")
     assert not res.is_error, text_of(res)
 
 
 async def test_the_sentence_in_a_new_document_or_in_code_passes(root: Path) -> None:
     # A new document cut nothing; in code a plain line is code (or a string), not a comment.
-    async with Server(root) as server:
+    async with ToolSession(root) as server:
         res = await server.call("write_file", file_path=str(root / "NEW.md"),
                                 content="# Changes\n\nThe rest of the document is unchanged.\n")
         assert not res.is_error, text_of(res)

@@ -12,47 +12,16 @@ import pytest
 
 from benchmarks.nearmiss_corpus import NEGATIVE, POSITIVE, Case, corpus
 from coretools.tools.textedit import fuzzy, introduced_error
-from tests.support import make_config
+from tests.support import ToolSession, text_of
 
 pytestmark = pytest.mark.anyio
-
-
-class Runner:
-    """One server's tool set, kept for many calls (the corpus has hundreds)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    async def __aenter__(self) -> Runner:  # noqa: PYI034
-        from coretools.workspace.hints import HintedWorkspace
-        from coretools.server.toolset import ToolSet
-
-        config = make_config([self.root])
-        self.toolset = ToolSet(config)
-        await self.toolset.start()
-        self.ws = HintedWorkspace(config.roots, allow_protected=config.allow_protected)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.ws.close()
-        await self.toolset.aclose()
-
-    async def replace(self, path: Path, old: str, new: str, **more):
-        from coretools.tools.base import ToolContext
-
-        args = {"file_path": str(path), "old_string": old, "new_string": new, **more}
-        return await self.toolset.call("replace", args, ToolContext(workspace=self.ws))
-
-
-def text_of(res) -> str:
-    return "\n".join(block.text for block in res.content if getattr(block, "text", None))
 
 
 async def edit(root: Path, content: bytes | str, old: str, new: str, **more) -> tuple[object, bytes]:
     f = root / "f.txt"
     f.write_bytes(content.encode() if isinstance(content, str) else content)
-    async with Runner(root) as run:
-        res = await run.replace(f, old, new, **more)
+    async with ToolSession(root) as run:
+        res = await run.call("replace", file_path=str(f), old_string=old, new_string=new, **more)
     return res, f.read_bytes()
 
 
@@ -213,14 +182,14 @@ def test_levenshtein_agrees_with_the_textbook_definition() -> None:
 # -- the corpus -----------------------------------------------------------------------------------------------
 
 
-async def run_case(run: Runner, root: Path, case: Case) -> str:
+async def run_case(run: ToolSession, root: Path, case: Case) -> str:
     """'ok', 'missed' (refused a positive), 'broken' (refused a positive whose right result has a syntax error
     the file has not: a recovered edit never breaks the file) or 'wrong' (edited wrongly, or edited a
     negative)."""
     f = root / f"case{Path(case.source.split(':', 1)[1]).suffix}"
     data = case.text.encode()
     f.write_bytes(data)
-    res = await run.replace(f, case.old, case.new)
+    res = await run.call("replace", file_path=str(f), old_string=case.old, new_string=case.new)
     after = f.read_bytes()
     if case.positive:
         assert case.expected is not None
@@ -236,7 +205,7 @@ async def test_near_miss_corpus_recovered_and_never_wrong(root: Path) -> None:
     cases = corpus()
     outcome: dict[str, list[str]] = {}
     slowest = 0.0
-    async with Runner(root) as run:
+    async with ToolSession(root) as run:
         for case in cases:
             t0 = time.process_time()  # CPU, not wall time: other work on the machine must not count
             outcome.setdefault(case.kind, []).append(await run_case(run, root, case))
