@@ -13,14 +13,12 @@ import anyio
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import Location, Workspace
-from coretools.tools.base import CONFIRM_NOTE, Tool, ToolContext, ToolResult, check_cancelled, confirmed
-from coretools.tools.textedit.edit_tool import EditOptions
+from coretools.tools.base import ToolContext, ToolResult, check_cancelled, confirmed
+from coretools.tools.textedit.edit_tool import FileChangeTool
 from coretools.workspace import journal
 
-NO_JOURNAL_NOTE = " This server keeps no edit journal (--no-journal): a deletion cannot be undone."
 
-
-class DeleteFile(Tool):
+class DeleteFile(FileChangeTool):
     name = "delete_file"
     title = "Delete file"
     description = (
@@ -42,19 +40,11 @@ class DeleteFile(Tool):
         "required": ["path"],
     }
     hint = "delete a file (journaled, so it can be undone); prefer it to `rm` in the shell."
-    Options = EditOptions
-    options: EditOptions
+    no_journal_note = " This server keeps no edit journal (--no-journal): a deletion cannot be undone."
     opt_in = True
     read_only = False
     destructive = True
     idempotent = True
-
-    def __init__(self, options: EditOptions | None = None) -> None:
-        super().__init__(options)
-        if not self.options.journal_settings.enabled:
-            self.description = type(self).description + NO_JOURNAL_NOTE
-        if self.options.confirm_edits:
-            self.description += CONFIRM_NOTE
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         loc = ctx.workspace.locate(args["path"])

@@ -12,14 +12,12 @@ import anyio
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import Location, Workspace
-from coretools.tools.base import CONFIRM_NOTE, Tool, ToolContext, ToolResult, check_cancelled, confirmed
-from coretools.tools.textedit.edit_tool import EditOptions
+from coretools.tools.base import ToolContext, ToolResult, check_cancelled, confirmed
+from coretools.tools.textedit.edit_tool import FileChangeTool
 from coretools.workspace import FileViews, journal
 
-NO_JOURNAL_NOTE = " This server keeps no edit journal (--no-journal): a move cannot be undone."
 
-
-class MoveFile(Tool):
+class MoveFile(FileChangeTool):
     name = "move_file"
     title = "Move file"
     description = (
@@ -52,19 +50,11 @@ class MoveFile(Tool):
         "required": ["source", "destination"],
     }
     hint = "rename or move a file (journaled, never replacing one unless asked); prefer it to `mv` in the shell."
-    Options = EditOptions
-    options: EditOptions
+    no_journal_note = " This server keeps no edit journal (--no-journal): a move cannot be undone."
     opt_in = True
     read_only = False
     destructive = True
     idempotent = False
-
-    def __init__(self, options: EditOptions | None = None) -> None:
-        super().__init__(options)
-        if not self.options.journal_settings.enabled:
-            self.description = type(self).description + NO_JOURNAL_NOTE
-        if self.options.confirm_edits:
-            self.description += CONFIRM_NOTE
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace

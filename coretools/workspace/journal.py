@@ -513,11 +513,7 @@ def journaled(
     `key` is the file's canonical path (`Workspace.edit_key`) and `before` its content, when the caller has
     them; a `before` is only valid if `write` refuses a file whose stat is no longer `before.st`.
     A journal that cannot be written is logged and the edit goes ahead."""
-    try:
-        journal = Journal.open([r.path for r in ws.roots], settings)
-    except OSError as exc:
-        logger.warning("edit journal unavailable (%s); %s was edited without a journal entry", exc, loc.shown)
-        journal = None
+    journal = _opened(ws, settings, f"{loc.shown} was edited")
     if journal is None:
         return write(None)
     with journal.locked():
@@ -537,6 +533,16 @@ def journaled(
             sync()
 
 
+def _opened(ws: Workspace, settings: JournalSettings, done: str) -> Journal | None:
+    """The workspace's journal, or None when it is off or cannot be opened (logged: `done` says what went
+    ahead without a journal entry)."""
+    try:
+        return Journal.open([r.path for r in ws.roots], settings)
+    except OSError as exc:
+        logger.warning("edit journal unavailable (%s); %s without a journal entry", exc, done)
+        return None
+
+
 def journaled_move(
     ws: Workspace,
     source: Location,
@@ -550,11 +556,7 @@ def journaled_move(
     what it replaced (nothing, or an overwritten file's content) and the source's path, so an undo moves the
     file back. A destination whose content is larger than the journal keeps is not overwritten. A journal
     that cannot be written is logged and the move goes ahead."""
-    try:
-        journal = Journal.open([r.path for r in ws.roots], settings)
-    except OSError as exc:
-        logger.warning("edit journal unavailable (%s); %s was moved without a journal entry", exc, source.shown)
-        journal = None
+    journal = _opened(ws, settings, f"{source.shown} was moved")
     if journal is None:
         return move(None)
     with journal.locked():

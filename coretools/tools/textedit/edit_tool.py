@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import anyio
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.workspace import FileViews, journal
 from coretools.sandbox import EditLock, Location, Workspace, WriteOutcome, Written
+from coretools.tools.base import CONFIRM_NOTE as CHANGE_CONFIRM_NOTE
 from coretools.tools.base import Tool, ToolContext, ToolResult, check_cancelled, option, text_block
 from coretools.tools.textedit import freshness
 from coretools.tools.textedit.diff import compact_diff, numbered, refined, unified_diff
@@ -113,6 +115,23 @@ async def confirm(ctx: ToolContext, plan: Plan, tool: str) -> None:
         "not retry the same edit; ask the user how they would like to proceed.",
         ErrorKind.CANCELLED_BY_USER,
     )
+
+
+class FileChangeTool(Tool):
+    """A tool that changes files as a whole (moves, deletions) under the edit tools' options: the same
+    journal and `--confirm`, each stated in its description when it applies."""
+
+    Options = EditOptions
+    options: EditOptions
+    # Appended to the description under --no-journal: what cannot be undone then.
+    no_journal_note: ClassVar[str] = ""
+
+    def __init__(self, options: EditOptions | None = None) -> None:
+        super().__init__(options)
+        if not self.options.journal_settings.enabled:
+            self.description = type(self).description + self.no_journal_note
+        if self.options.confirm_edits:
+            self.description += CHANGE_CONFIRM_NOTE
 
 
 class EditTool(Tool):
