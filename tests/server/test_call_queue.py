@@ -30,6 +30,11 @@ def sleep_args(seconds: float, note: str = "") -> dict:
     return {"command": f"sleep {seconds}; echo done {note}", "description": "hold a slot"}
 
 
+def hold_args(gate: Path, note: str = "") -> dict:
+    """A call that keeps its slot until `gate` exists."""
+    return {"command": f"until [ -e {gate} ]; do sleep 0.02; done; echo done {note}", "description": "hold a slot"}
+
+
 def limit_flags(mode: str, n: int) -> tuple[str, ...]:
     """Flags that let `n` calls of one client run at once in either era (see the module docstring)."""
     return ("--max-session-calls", str(n)) if mode == "legacy" else ("--max-calls", str(n))
@@ -429,15 +434,19 @@ async def test_waiting_calls_get_their_queue_position_as_progress_over_stdio(tmp
         async def progress(done: float, total: float | None, message: str | None) -> None:
             seen.setdefault(i, []).append((done, total, message))
 
-        await client.call_tool(
-            "run_shell_command", sleep_args(0.3, str(i)), progress_callback=progress if i % 2 else None
-        )
+        # The first two calls hold their slots until every call has queued, however slow the machine.
+        args = hold_args(tmp_path / "go", str(i)) if i < 2 else sleep_args(0.3, str(i))
+        await client.call_tool("run_shell_command", args, progress_callback=progress if i % 2 else None)
 
     async with Client(stdio_params([tmp_path], *limit_flags(mode, 2)), mode=mode) as client:
         async with anyio.create_task_group() as tg:
             for i in range(12):
                 tg.start_soon(call, client, i)
                 await anyio.sleep(0.02)
+            with anyio.fail_after(30):
+                while 11 not in seen:
+                    await anyio.sleep(0.02)
+            (tmp_path / "go").touch()
         await anyio.sleep(0.2)  # notifications can trail the result
     assert seen and all(i % 2 for i in seen), sorted(seen)  # none without a progress token
     last = seen[11]
