@@ -420,7 +420,7 @@ async def test_call_timeout_over_stdio_leaves_the_server_serving(root: Path, web
 @given(st.text(alphabet="ab\r\n", max_size=30), st.text(alphabet="ab\r\n", min_size=1, max_size=6))
 @example("\r\n", "\r\r\n")  # a lone "\r" before a line break of old_string: the CR of one of the file's CRLFs
 def test_mixed_line_ending_search_matches_the_expression_it_replaces(text: str, old: str) -> None:
-    from coretools.tools.replace import _find_either_break
+    from coretools.tools.textedit.replacement import _find_either_break
 
     old_lf = old.replace("\r\n", "\n")
     if old_lf.endswith("\r"):

@@ -7,9 +7,11 @@
 - `similar`: the "most similar lines" report of a failed match;
 - `nearmiss`, `indent`, `fuzzy`: where a near-miss old_string was meant to be, and its replacement re-indented;
   whether an edit is applied already;
+- `replacement`: one replacement of old_string by new_string in a text, literal or recovered (replace's one
+  edit, each of edit_file's);
 - `plan`: the plan of one edit and the size limit it is made within;
 - `freshness`: the stale-write guard (the file as the session last saw it);
-- `edit_tool`: the options, the locked plan -> confirm -> write sequence and the result of both tools.
+- `edit_tool`: the options, the locked plan -> confirm -> write sequence and the result of the editing tools.
 
 The editing tools import this package (`from coretools.tools import textedit as te`), never each other.
 """
@@ -29,6 +31,9 @@ from coretools.tools.textedit.indent import AmbiguousIndentation
 from coretools.tools.textedit.nearmiss import Recovery, around, closer_to_new, recover, replayed
 from coretools.tools.textedit.placeholders import omission, placeholder_line
 from coretools.tools.textedit.plan import MAX_EDIT_BYTES, Plan, edit_limit, limit_in_force, read_existing, too_big
+from coretools.tools.textedit.replacement import (
+    Replacement, Wording, breaks_message, encoded_len, plural, replace_text,
+)
 from coretools.tools.textedit.similar import similar_lines
 from coretools.tools.textedit.syntax import introduced_error, syntax_note
 
@@ -39,4 +44,5 @@ __all__ = [
     "style_notes", "to_lf", "too_big", "unified_diff", "whole_file_spans", "with_newline",
     "compact_diff", "numbered", "omission", "syntax_note",
     "Recovery", "around", "closer_to_new", "introduced_error", "recover", "replayed",
+    "Replacement", "Wording", "breaks_message", "encoded_len", "plural", "replace_text",
 ]
