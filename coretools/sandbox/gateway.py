@@ -512,13 +512,22 @@ class Workspace:
 
         return self._state.specs.entry(root, rel_file, signature, load)
 
-    def is_ignored(self, node_root: int, rel: str, is_dir: bool, options: IgnoreOptions) -> bool:
+    def is_ignored(
+        self, node_root: int, rel: str, is_dir: bool, options: IgnoreOptions,
+        rules: dict[int, IgnoreRules] | None = None,
+    ) -> bool:
+        """Is `rel` ignored under `options`? A call that asks about many paths passes one `rules` dict for all
+        of them: each root's rules (and what they decided about directories) are then worked out once."""
         if self.is_scratch(node_root):
             return False
         if not (options.git or options.defaults):  # only .geminiignore can apply (read_file's question)
             if not options.gemini or self._ignore_spec(node_root, GEMINIIGNORE) is None:
                 return False
-        return self.ignore_rules(node_root, options).ignored(rel, is_dir)
+        if rules is None:
+            return self.ignore_rules(node_root, options).ignored(rel, is_dir)
+        if node_root not in rules:
+            rules[node_root] = self.ignore_rules(node_root, options)
+        return rules[node_root].ignored(rel, is_dir)
 
     # -- writing (where: here; how a file is replaced: `writes`) ----------------------------------------
 

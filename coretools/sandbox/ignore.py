@@ -110,6 +110,7 @@ class IgnoreRules:
         self._root_layers: list[RuleSet] | None = None
         self._dir_specs: dict[str, RuleSet | None] = {}
         self._chains: dict[str, list[tuple[int, RuleSet]]] = {}
+        self._dirs: dict[str, bool] = {}  # directory -> ignored, itself or through an ancestor
 
     @property
     def active(self) -> bool:
@@ -182,8 +183,20 @@ class IgnoreRules:
         """Is `rel` ignored, itself or through any ancestor directory?"""
         if not rel or not self.active:
             return False
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            if self.decide("/".join(parts[:depth]), True):
-                return True
+        parent = rel.rpartition("/")[0]
+        if parent and self._dir_ignored(parent):
+            return True
         return self.decide(rel, is_dir)
+
+    def _dir_ignored(self, rel: str) -> bool:
+        """`ignored(rel, True)`, remembered: the files of one directory ask the same question of every
+        ancestor. The memory lives as long as these rules, which are made for one call."""
+        unknown = []
+        while rel and rel not in self._dirs:
+            unknown.append(rel)
+            rel = rel.rpartition("/")[0]
+        verdict = self._dirs.get(rel, False)
+        for rel in reversed(unknown):
+            verdict = verdict or self.decide(rel, True)
+            self._dirs[rel] = verdict
+        return verdict

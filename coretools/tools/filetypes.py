@@ -119,6 +119,9 @@ def _cut(line: str) -> tuple[str, bool]:
     return line, False
 
 
+WHOLE_BYTES = 1024 * 1024  # files up to this size are read in one call and cut in memory
+
+
 def read_window(
     handle: BinaryIO,
     kind: FileKind,
@@ -138,6 +141,20 @@ def read_window(
     if kind.encoding == "utf-8":
         return _window_bytes(chunks, offset, limit)
     return _window_decoded(chunks, kind.encoding, offset, limit)
+
+
+def window_after_sniff(
+    handle: BinaryIO, kind: FileKind, head: bytes, size: int, offset: int, limit: int,
+    check: Callable[[], None] | None = None,
+) -> Window:
+    """`read_window` for a file whose first bytes `head` were already read to classify it and whose stat
+    said `size`: a file up to `WHOLE_BYTES` is read whole and cut with `window_of_content` (a few passes in
+    C), one that grew since the stat is streamed."""
+    if size <= WHOLE_BYTES:
+        data = head + handle.read(size + 1 - len(head)) if len(head) <= size else head
+        if len(data) <= size:
+            return window_of_content(data, kind, offset, limit)
+    return read_window(handle, kind, offset, limit, check=check)
 
 
 def _chunks(handle: BinaryIO, size: int, check: Callable[[], None] | None):  # noqa: ANN202 - a generator
@@ -190,12 +207,10 @@ def _window_bytes(chunks, offset: int, limit: int) -> Window:  # noqa: ANN001 - 
             continue
         parts = (pending + block).split(b"\n")
         pending = parts.pop()
-        for raw in parts:
-            if offset <= index < stop:
-                text, was_cut = _cut(raw[:keep_max].decode("utf-8", "replace"))
-                kept.append(text)
-                cut += was_cut
-            index += 1
+        first, end = max(offset - index, 0), min(stop - index, len(parts))
+        if first < end:
+            cut += _decode_lines(parts[first:end], kept)
+        index += len(parts)
         if len(pending) > keep_max:
             pending = pending[:keep_max]  # an endless line: keep only what can be shown
     total = index + (0 if last == b"\n" else 1)
@@ -204,6 +219,22 @@ def _window_bytes(chunks, offset: int, limit: int) -> Window:  # noqa: ANN001 - 
         kept.append(text)
         cut += was_cut
     return Window(kept, min(offset, total), total, cut)
+
+
+def _decode_lines(raw: list[bytes], into: list[str]) -> int:
+    """Append the UTF-8 lines `raw` (each ended by a newline in the file) to `into` as `_cut` shows them, and
+    return how many were cut. One decode and one split for the whole run of lines: a newline byte never sits
+    inside a UTF-8 sequence, so each line decodes exactly as it would alone."""
+    text = b"\n".join(raw).decode("utf-8", "replace")
+    if "\r" in text:
+        text = (text + "\n").replace("\r\n", "\n")[:-1]
+    lines = text.split("\n")
+    if max(map(len, lines)) <= MAX_LINE_CHARS:
+        into.extend(lines)
+        return 0
+    cut = sum(len(line) > MAX_LINE_CHARS for line in lines)
+    into.extend(line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + LINE_CUT_MARKER for line in lines)
+    return cut
 
 
 def _window_decoded(chunks, encoding: str, offset: int, limit: int) -> Window:  # noqa: ANN001 - blocks from _chunks

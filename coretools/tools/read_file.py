@@ -21,14 +21,13 @@ from coretools.tools.base import (
 from coretools.tools.budget import lines_that_fit
 from coretools.tools.dialects import latest_from
 from coretools.tools.filetypes import (
-    LINE_CUT_MARKER, MAX_LINE_CHARS, SNIFF_BYTES, Window, classify, read_window, window_of_content,
+    LINE_CUT_MARKER, MAX_LINE_CHARS, SNIFF_BYTES, WHOLE_BYTES, Window, classify, read_window, window_of_content,
 )
 
 DEFAULT_LIMIT = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_SVG_BYTES = 1024 * 1024
 INLINE_READ_BYTES = 64 * 1024
-WHOLE_READ_BYTES = 1024 * 1024
 GEMINI_ONLY = IgnoreOptions(git=False, gemini=True, defaults=False)
 
 
@@ -126,9 +125,9 @@ class ReadFile(Tool):
         offset = args.get("offset", 0)
         limit = args.get("limit", DEFAULT_LIMIT)
         size = node.st.st_size
-        # A file up to WHOLE_READ_BYTES is read in one call (one more byte than its size, so a file that
+        # A file up to WHOLE_BYTES is read in one call (one more byte than its size, so a file that
         # grew since the stat is noticed and streamed instead); a larger one is sniffed, then streamed.
-        if size <= WHOLE_READ_BYTES:
+        if size <= WHOLE_BYTES:
             data = handle.read(size + 1)
             whole = len(data) <= size
         else:

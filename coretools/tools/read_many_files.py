@@ -18,7 +18,7 @@ from coretools.tools.dialects import latest_from
 from coretools.tools.base import (
     Tool, ToolContext, ToolResult, audio_block, blob_block, check_cancelled, image_block, option, text_block,
 )  # fmt: skip
-from coretools.tools.filetypes import SNIFF_BYTES, classify, extension, read_window
+from coretools.tools.filetypes import SNIFF_BYTES, classify, extension, window_after_sniff
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_FILES = 500
@@ -169,6 +169,7 @@ class ReadManyFiles(Tool):
         ws = ctx.workspace
         plan = Plan()
         globs: list[str] = []
+        rules: dict = {}  # each root's ignore rules, worked out once for every path of this call
         for pattern in patterns:
             if has_magic(pattern) and not self._literal_exists(ctx, pattern):
                 globs.append(pattern.lstrip("./") if pattern.startswith("./") else pattern)
@@ -191,7 +192,7 @@ class ReadManyFiles(Tool):
                                    rel, excludes)
                 plan.ignored += report.ignored
             else:
-                if ws.is_ignored(target.root, target.rel, False, options):
+                if ws.is_ignored(target.root, target.rel, False, options, rules):
                     plan.ignored += 1
                     continue
                 self._consider(ctx, plan, target, target.rel, excludes)
@@ -287,7 +288,9 @@ class ReadManyFiles(Tool):
                     if kind.kind == "binary":
                         plan.skipped.append((node.path, "binary file"))
                         continue
-                    window = read_window(handle, kind, 0, DEFAULT_LINE_LIMIT, check=check_cancelled)
+                    window = window_after_sniff(
+                        handle, kind, head, node.st.st_size, 0, DEFAULT_LINE_LIMIT, check=check_cancelled
+                    )
                     if ctx.views is not None:
                         ctx.views.saw(node.path, node.st)
             except ToolError as exc:
