@@ -12,6 +12,8 @@ each figure is a median over `--runs` samples after warm-up calls. Operations an
 * search `def\\s+test_\\w+` (about 16,000 matches, 300 shown, true total; ours is case-insensitive by default)
   vs bare `rg -n --no-heading -i -e PATTERN` (ripgrep's default filters), its output read through a pipe;
 * read_many_files of 150 `django/` files (~0.92 MB) vs the reference's `read_multiple_files`;
+* write_file of a new 2 KB file, then one replace in it (a fresh file each round) vs the same pair on the
+  reference; the floor is two journal appends and two durable writes;
 * write_file + replace on a small file (our edit journal on, the default, in a state directory per server
   under the corpus, full after the first runs) vs the reference's `write_file` + `edit_file` (which do not
   fsync); the floor is two bare Python durable writes (temp file, fsync, rename, directory fsync);
@@ -181,6 +183,16 @@ def durable_write(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
+def journal_append(path: Path, data: bytes) -> None:
+    """The floor for one journal record: the before-content appended to a log and fsynced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def operations(root: Path, rg: str):
     """`(label, {peer kind: async fn(peer, i)}, bare fn or None)`; peer kinds: "ours", "ref"."""
     scratch = root / "_scratch"
@@ -207,11 +219,40 @@ def operations(root: Path, rg: str):
 
         return ref_edit if kind == "ref" else ours_edit
 
+    def new_file(kind: str):
+        """A fresh file each round, as agents create files: write it, then one replace in it."""
+
+        async def ours_new(peer: Peer, i: int) -> None:
+            path = scratch / f"new_{peer.name}_{os.getpid()}_{i}.py"
+            await peer.call("write_file", {"file_path": str(path), "content": SMALL})
+            await peer.call("replace", {"file_path": str(path), "old_string": "value_007 = compute(7,",
+                                        "new_string": f"value_007 = compute({i + 8},"})  # fmt: skip
+
+        async def ref_new(peer: Peer, i: int) -> None:
+            path = scratch / f"new_{peer.name}_{os.getpid()}_{i}.py"
+            await peer.call("write_file", {"path": str(path), "content": SMALL})
+            await peer.call("edit_file", {"path": str(path), "edits": [
+                {"oldText": "value_007 = compute(7,", "newText": f"value_007 = compute({i + 8},"}]})  # fmt: skip
+
+        return ref_new if kind == "ref" else ours_new
+
     floor_path = scratch / "floor.py"
 
     def floor() -> None:
         durable_write(floor_path, SMALL.encode())
         durable_write(floor_path, SMALL.replace("compute(7,", "compute(8,").encode())
+
+    journal_path = scratch / "floor.journal"
+    floor_round = [0]
+
+    def floor_new() -> None:
+        """What a new file and one edit of it must cost with the journal on: the file created durably, then
+        replaced durably, each preceded by a journal record appended and fsynced."""
+        floor_round[0] += 1
+        path = scratch / f"floor_new_{os.getpid()}_{floor_round[0]}.py"
+        for data in (SMALL.encode(), SMALL.replace("compute(7,", "compute(8,").encode()):
+            journal_append(journal_path, data)
+            durable_write(path, data)
 
     return [
         ("search def\\s+test_\\w+", {
@@ -223,6 +264,8 @@ def operations(root: Path, rg: str):
         }, None),
         ("write_file + replace", {"ours": edit_file("ours"), "ref": edit_file("ref")},
          ("floor: 2 durable writes", floor)),
+        ("write_file new + replace", {"ours": new_file("ours"), "ref": new_file("ref")},
+         ("floor: 2 journal appends + 2 durable writes", floor_new)),
         ("read_file 2 KB", {
             "ours": lambda p, i: p.call("read_file", {"absolute_path": str(small)}),
             "ref": lambda p, i: p.call("read_text_file", {"path": str(small)}),
@@ -287,7 +330,11 @@ async def run(args) -> None:
     async with AsyncExitStack() as stack:
         for peer in peers:
             await peer.open(stack)
-        rows = await measure(peers, operations(root, rg), args.runs, args.warm, only)
+        try:
+            rows = await measure(peers, operations(root, rg), args.runs, args.warm, only)
+        finally:
+            for made in [*(root / "_scratch").glob("*new_*.py"), root / "_scratch" / "floor.journal"]:
+                made.unlink(missing_ok=True)  # the new-file rounds' files, so later searches see the same corpus
         rss = {peer.name: peer.peak.stop() for peer in peers}
     print(f"corpus: {root} (django {django_corpus.VERSION} + {django_corpus.IGNORED_FILES} ignored files); "
           f"{args.runs} runs after {args.warm} warm-up; reference {NPM_PACKAGE}@{NPM_VERSION}; node "
