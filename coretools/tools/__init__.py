@@ -28,6 +28,7 @@ TOOL_MODULES = (
     "create_directory",
     "move_file",
     "delete_file",
+    "edit_file",
     "discovered",
 )
 

@@ -261,10 +261,11 @@ def other_names_note(count: int) -> str:
     )
 
 
-def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: str) -> ToolResult:
+def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: str,
+           diff_of: str = "the file as it is now") -> ToolResult:
     """One text block: the confirmation, notes, the user's own version if they modified the proposal
     (`modified_by_user`), a syntax error the edit introduced, and the change as a compact numbered diff (the
-    content, numbered, for a new file)."""
+    content, numbered, for a new file), numbered with the lines of `diff_of`."""
     parts = [headline, *plan.notes]
     if args.get("modified_by_user"):
         parts.append(f"User modified the {user_field} to be: {echo(user_value)}")
@@ -278,7 +279,7 @@ def result(plan: Plan, headline: str, args: dict, user_field: str, user_value: s
     else:
         shown = compact_diff(plan.old, plan.new, refined(plan.old, plan.new, plan.spans))
         if shown.text:
-            text += f"\nDiff (numbered with the lines of the file as it is now):\n{shown.text}"
+            text += f"\nDiff (numbered with the lines of {diff_of}):\n{shown.text}"
     return ToolResult([text_block(text)])
 
 
