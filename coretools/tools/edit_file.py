@@ -166,7 +166,7 @@ class EditFile(te.EditTool):
         del data
         text, size, count = original, st.st_size, 0
         regions: list[tuple[int, int, int, int]] = []
-        recovered: list[tuple[int, te.Replacement]] = []
+        recovered: list[tuple[int, str, tuple[str, str]]] = []  # edit, its note, where it was placed
         for i, edit in enumerate(edits):
             check_cancelled()
             expected = None if edit.get("allow_multiple") else 1
@@ -177,8 +177,8 @@ class EditFile(te.EditTool):
                 raise _failed(exc, i, len(edits), path) from None
             regions = _compose(regions, done.raw)
             text, size, count = done.new, done.size, count + done.count
-            if done.recovery is not None:
-                recovered.append((i, done))
+            if done.recovery is not None and done.located is not None:
+                recovered.append((i, done.recovery.note, done.located))
         if text == original:
             raise ToolError(
                 f"No changes to apply: together the {_edits(edits)} leave {path} as it is (a later edit undoes an "
@@ -188,14 +188,13 @@ class EditFile(te.EditTool):
         if recovered:
             broken = te.introduced_error(path, original, text)
             if broken is not None:
-                i, done = recovered[0]
-                assert done.located is not None
-                message = te.breaks_message(path, done.located, f"{broken} (once all the edits are made)")
+                i, _, located = recovered[0]
+                message = te.breaks_message(path, located, f"{broken} (once all the edits are made)")
                 raise _failed(ToolError(message), i, len(edits), path, ErrorKind.EDIT_NO_OCCURRENCE_FOUND)
         plan = te.Plan(loc, path, original, text, te.encode(text, codec, path), created=False, expect=st,
                        before=before)
         plan.replacements = count
-        plan.notes = [f"edits[{i}]: {done.recovery.note}" for i, done in recovered if done.recovery is not None]
+        plan.notes = [f"edits[{i}]: {note}" for i, note, _ in recovered]
         plan.notes += te.style_notes(codec, te.newlines(original))
         plan.spans = te.align(original, text, regions)
         return plan
