@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 import anyio
 from mcp import MCPError, types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.caching import CacheHint
 
 from coretools import __version__
 from coretools.errors import ToolError
@@ -108,6 +109,11 @@ class Sessions:
             if scope is None and key is not None:
                 scope = self._scopes[key] = SessionScope("http")
                 weakref.finalize(key, scope.close_now)
+                # The connection is freed only by the cycle collector, which a quiet server may not run for
+                # long: its end (DELETE, idle expiry) closes the scope at once.
+                ending = getattr(key, "exit_stack", None)
+                if ending is not None:
+                    ending.callback(scope.close_now)
                 self._live.add(scope)
         except TypeError:  # a connection that cannot be referenced weakly
             scope = None
@@ -184,6 +190,12 @@ def _elicitor(ctx: ServerRequestContext):
     return elicit
 
 
+TOOL_LIST_HINT = CacheHint(ttl_ms=24 * 3600 * 1000, scope="private")
+"""The published tools are chosen at start and never change while the server runs: a 2026-07-28 client may
+keep `tools/list` for a day (the hint has no "forever"). Private: the answer is for this server's own
+clients, never one to share across authorization contexts."""
+
+
 def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[Server, ToolSet]:
     toolset = toolset or ToolSet(config)
     workspaces = Workspaces(config)
@@ -258,6 +270,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
         get_tool_input_schema=lambda name: (t.input_schema if (t := toolset.get(name)) else None),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        cache_hints={"tools/list": TOOL_LIST_HINT},
         **resources.handlers(),
     )
     server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
