@@ -1,4 +1,5 @@
-"""Command line: `coretools-mcp [serve] ...`, `tools`, `call`, `history`, `undo`, and the client bridge's commands.
+"""Command line: `coretools-mcp [serve] ...`, `tools`, `call`, `history`, `undo`, `doctor`, and the client bridge's
+commands.
 
 This is the only module that writes to stdout (besides the client CLI): for `tools` and `call`. While
 serving over stdio, stdout belongs to JSON-RPC and everything else goes to stderr.
@@ -15,13 +16,43 @@ from typing import Any
 
 from coretools import __version__
 
-SUBCOMMANDS = ("serve", "tools", "call", "history", "undo", "client", "chat")
-SERVER_SIDE = ("serve", "tools", "call", "history", "undo")
+SUBCOMMANDS = ("serve", "tools", "call", "history", "undo", "doctor", "client", "chat")
+SERVER_SIDE = ("serve", "tools", "call", "history", "undo", "doctor")
+PROGRAMS = ("coretools-mcp", "coretools")
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE = 0, 1, 2
+# What each subcommand's --help shows of serve's options (the destinations); it accepts all of them, so a
+# server's command line can be reused as it is. `serve` shows them all.
+WORKSPACE = ("roots", "allow_broad_root", "allow_protected", "log_level")
+JOURNAL = ("no_journal", "journal_max_entries", "journal_max_bytes")
+SHOWN = {
+    "tools": (*WORKSPACE, "tools", "schema_dialect", "structured_content"),
+    "call": (*WORKSPACE, "tools", "schema_dialect", "structured_content", "max_result_chars", "call_timeout"),
+    "history": (*WORKSPACE, *JOURNAL),
+    "undo": (*WORKSPACE, *JOURNAL),
+    "doctor": (*WORKSPACE, "shell_sandbox", "shell_no_network", "shell_writable", "search_engine", "no_journal",
+               "transport", "host", "port", "auth_token_env", "insecure_no_auth", "allowed_host"),
+}
+ACCEPTS_SERVE = "It also takes every option of `serve` (see `{prog} serve --help`), so a server's command line can be reused."
+
+
+def program() -> str:
+    """The name this process was run as (`coretools` or `coretools-mcp`); `coretools-mcp` otherwise (`python -m
+    coretools`, an embedding program)."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name in PROGRAMS else "coretools-mcp"
+
+
+def _shown_only(parser: argparse.ArgumentParser, shown: tuple[str, ...]) -> None:
+    """Leave serve's options out of `parser`'s --help but those in `shown` (it still takes them all); called
+    before the subcommand adds its own."""
+    for action in parser._actions:  # noqa: SLF001 - argparse has no public list of a parser's actions
+        if action.option_strings and action.dest not in shown and action.dest != "help":
+            action.help = argparse.SUPPRESS
 
 
 def _common_parser() -> argparse.ArgumentParser:
-    """Options shared by `serve`, `tools` and `call`: the workspace and every tool's own options."""
+    """Options shared by `serve`, `tools`, `call`, `history`, `undo` and `doctor`: the workspace and every tool's
+    own options. Built anew for each subcommand: the ones that are not `serve` hide most of it from --help."""
     from coretools.server.config import DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CHARS, DEFAULT_SCHEMA_DIALECT
     from coretools.sandbox import settings
     from coretools.server.toolset import add_tool_arguments
@@ -201,12 +232,14 @@ def _add_transport_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser(*, with_client: bool = True) -> argparse.ArgumentParser:
+def build_parser(*, with_client: bool = True, prog: str | None = None) -> argparse.ArgumentParser:
+    prog = prog or program()
     common = _common_parser()
     parser = argparse.ArgumentParser(
-        prog="coretools-mcp",
+        prog=prog,
         description="Gemini CLI's core tools as an MCP server, and a Gemini <-> MCP client bridge.",
-        epilog="With no subcommand, `serve` is assumed, so a host config needs only `coretools-mcp --root DIR`.",
+        epilog=f"With no subcommand, `serve` is assumed, so a host config needs only `{prog} --root DIR`. "
+        f"`{prog} doctor` says what is wrong with a setup and how to fix it.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -222,26 +255,44 @@ def build_parser(*, with_client: bool = True) -> argparse.ArgumentParser:
 
     tools = sub.add_parser(
         "tools",
-        parents=[common],
+        parents=[_common_parser()],
         help="print the published tool list as JSON",
         description="Print the tools this configuration publishes (names, descriptions, input schemas) as JSON, "
         "and why any tool is not published.",
+        epilog=ACCEPTS_SERVE.format(prog=prog),
     )
+    _shown_only(tools, SHOWN["tools"])
     tools.set_defaults(func=cmd_tools)
 
     call = sub.add_parser(
         "call",
-        parents=[common],
+        parents=[_common_parser()],
         help="run one tool and print what the model would see",
         description="Run one tool through the same validation, sandbox and formatting as the server. "
         "Exit 0 on success, 1 on a tool error, 2 on bad usage.",
+        epilog=ACCEPTS_SERVE.format(prog=prog),
     )
+    _shown_only(call, SHOWN["call"])
     call.add_argument("tool", help="tool name, e.g. read_file")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments (default: {}); - reads stdin")
     call.add_argument("--json", action="store_true", help="print the whole MCP CallToolResult as JSON")
     call.set_defaults(func=cmd_call)
 
-    _add_journal_commands(sub, common)
+    _add_journal_commands(sub, prog)
+    doctor = sub.add_parser(
+        "doctor",
+        parents=[_common_parser()],
+        help="check this setup and say how to fix what is wrong",
+        description="Check what a server started with these options would meet here: the roots, ripgrep, the "
+        "shell sandbox (which one, and why), the edit journal's state directory, the HTTP settings (with "
+        "--transport http), and every host configuration file (Gemini CLI, Claude Desktop, Claude Code, Cursor, "
+        "VS Code, Zed) that registers coretools. One line a finding, with its fix. Exit 0 when nothing is an "
+        "error (warnings are printed), 1 otherwise.",
+        epilog=ACCEPTS_SERVE.format(prog=prog),
+    )
+    _add_transport_arguments(doctor)
+    _shown_only(doctor, SHOWN["doctor"])
+    doctor.set_defaults(func=cmd_doctor)
     if with_client:  # the bridge's commands; `serve` does not pay for importing the client
         from coretools.client.cli import register
 
@@ -249,30 +300,34 @@ def build_parser(*, with_client: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_journal_commands(sub, common: argparse.ArgumentParser) -> None:
+def _add_journal_commands(sub, prog: str) -> None:
     about = (
         "FILE is absolute, or relative to the current directory. With no --root, the workspace is the one whose "
         "journal last recorded FILE (else the current directory)."
     )
     history = sub.add_parser(
         "history",
-        parents=[common],
+        parents=[_common_parser()],
+        epilog=ACCEPTS_SERVE.format(prog=prog),
         help="list the journaled edits of a workspace or of one file",
         description="List the edits write_file and replace made (and undos), oldest first: id, time, tool, size "
         "before and after, file. " + about,
     )
+    _shown_only(history, SHOWN["history"])
     history.add_argument("file", nargs="?", metavar="FILE", help="only the edits of this file")
     history.add_argument("--json", action="store_true", help="print the entries as JSON")
     history.set_defaults(func=cmd_history)
     undo = sub.add_parser(
         "undo",
-        parents=[common],
+        parents=[_common_parser()],
+        epilog=ACCEPTS_SERVE.format(prog=prog),
         help="restore a file from the edit journal",
         description="Restore FILE (default: the file of the last journaled edit) to its content before its last "
         "edit, or before edit ID; a file the edit created is removed. Refused when the file changed since its "
         "last journaled edit, unless --force. The undo is journaled, so it can be undone. Exit 0 when done, 1 "
         "when refused. " + about,
     )
+    _shown_only(undo, SHOWN["undo"])
     undo.add_argument("file", nargs="?", metavar="FILE", help="the file to restore")
     undo.add_argument("--to", type=int, metavar="ID", help="restore the content from before edit ID (see `history`)")
     undo.add_argument("--force", action="store_true", help="undo even if the file changed since its last journaled edit")
@@ -308,7 +363,7 @@ def _recover_interrupted_writes() -> None:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"coretools-mcp: error: {message}\n")
+    sys.stderr.write(f"{program()}: error: {message}\n")
     return EXIT_USAGE
 
 
@@ -386,6 +441,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     import anyio
 
     from coretools.errors import ConfigurationError, ToolError
+    from coretools.sandbox.gateway import Workspace
     from coretools.server.toolset import ToolSet
     from coretools.server.workspaces import Workspaces
     from coretools.tools.base import ToolContext, ToolResult
@@ -394,6 +450,12 @@ def cmd_call(args: argparse.Namespace) -> int:
         config = _config(args)
     except ConfigurationError as exc:
         return _fail(str(exc))
+    if not config.roots:  # then the current directory is the workspace, as for a server without --root
+        try:
+            Workspace.check_root(os.getcwd(), allow_broad=config.allow_broad_root)
+        except ConfigurationError as exc:
+            return _fail(f"no --root, and the current directory cannot serve as one ({exc}); pass --root "
+                         "/path/to/project")
     _recover_interrupted_writes()
     _keep_descendants()
     raw = sys.stdin.read() if args.arguments == "-" else args.arguments
@@ -429,6 +491,41 @@ def cmd_call(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_content(result.content))
     return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from coretools import doctor
+
+    return doctor.run(args, parse_serve=_parse_serve, config_of=_config)
+
+
+def _parse_serve(argv: list[str]) -> tuple[argparse.Namespace | None, str | None]:
+    """`argv` read as `serve` reads it (a host's arguments, for `doctor`): the namespace, or what argparse
+    would say of it, nothing started and nothing printed."""
+    import contextlib
+    import io
+
+    if argv[:1] == ["serve"]:
+        argv = argv[1:]
+    elif argv[:1] and argv[0] in SUBCOMMANDS:
+        return None, f"they run `{program()} {argv[0]}`, not the server (`serve`)"
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+            return _serve_parser().parse_args(["serve", *argv]), None
+    except SystemExit:
+        lines = said.getvalue().strip().splitlines()
+        return None, (lines[-1].split(": error: ", 1)[-1] if lines else "they ask for help, not the server")
+
+
+_SERVE_PARSERS: list[argparse.ArgumentParser] = []
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    """One parser for every host entry `doctor` reads (building it imports every tool module)."""
+    if not _SERVE_PARSERS:
+        _SERVE_PARSERS.append(build_parser(with_client=False))
+    return _SERVE_PARSERS[0]
 
 
 def _journal_workspace(args: argparse.Namespace):
@@ -520,6 +617,10 @@ def _history_line(entry) -> str:
     import time
 
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.time))
+    if entry.files is not None:
+        undoes = f"  (undoes {entry.undoes})" if entry.undoes is not None else ""
+        files = f"{len(entry.files)} file{'s' if len(entry.files) != 1 else ''}"
+        return f"{entry.id:>5}  {when}  {entry.tool or '-':<10}  {files:>22}  {', '.join(entry.paths)}{undoes}\n"
     before = "new" if entry.before_sha is None else _size(entry.before_size)
     after = "removed" if entry.after_sha is None else _size(entry.after_size)
     notes = [] if entry.kept else ["previous content too large to keep"]
@@ -562,7 +663,7 @@ def render_content(blocks: list) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--version"]:  # argparse would print this before reading anything else: skip building it
-        sys.stdout.write(f"coretools-mcp {__version__}\n")
+        sys.stdout.write(f"{program()} {__version__}\n")
         return EXIT_OK
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "serve")

@@ -125,11 +125,21 @@ def test_call_without_root_uses_the_current_directory(
     assert capsys.readouterr().out == "hello from the cli\n"
 
 
-def test_call_refuses_a_broad_current_directory(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_call_without_a_usable_root_is_a_usage_error(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --root and a current directory that cannot serve: exit 2 with the CLI's own message, before any
+    tool runs (not the server's "Restart coretools" advice, printed as a tool result)."""
     monkeypatch.chdir("/")
-    assert main(["call", "list_directory", '{"path": "."}']) == 1
-    out = capsys.readouterr().out
-    assert "No workspace" in out and "--root" in out
+    assert main(["call", "list_directory", '{"path": "."}']) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "coretools-mcp: error: no --root, and the current directory cannot serve as one (refusing to serve the "
+        "whole file system (/); pick a project directory, or pass --allow-broad-root if you really mean it); "
+        "pass --root /path/to/project\n"
+    )
+    assert "Restart" not in captured.err
 
 
 # -- tools ---------------------------------------------------------------------------------------------
@@ -235,6 +245,46 @@ def test_help_on_every_subcommand(capsys: pytest.CaptureFixture) -> None:
     for option in ("--root", "--allow-broad-root", "--allow-protected", "--log-level"):
         assert option in serve_help
     assert "Exit 0 on success, 1 on a tool error, 2 on bad usage" in _help("call", capsys)
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("history", ("--root", "--allow-broad-root", "--no-journal", "--journal-max-entries")),
+        ("undo", ("--root", "--to", "--force", "--no-journal")),
+        ("tools", ("--root", "--tools", "--schema-dialect")),
+        ("call", ("--root", "--json", "--call-timeout", "--max-result-chars")),
+        ("doctor", ("--root", "--shell-sandbox", "--transport", "--port", "--auth-token-env")),
+    ],
+)
+def test_each_subcommand_helps_with_its_own_options(
+    name: str, shown: tuple[str, ...], capsys: pytest.CaptureFixture
+) -> None:
+    """`history`, `undo`, `tools`, `call` and `doctor` show what they use (they printed every tool's shell, web
+    and search options, 168-218 lines); each still takes serve's options, and says so."""
+    with pytest.raises(SystemExit):
+        main([name, "--help"])
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) < 80, out
+    for option in shown:
+        assert option in out, option
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("  -")}
+    for option in ("--shell-timeout", "--web-fetch-timeout", "--search-max-matches", "--max-sessions"):
+        assert option not in listed and f"[{option}" not in out, option
+    assert "takes every option of `serve`" in " ".join(out.split())
+    assert "--shell-timeout SECONDS" in _help("serve", capsys)
+
+
+def test_help_names_the_program_it_was_run_as(root: Path) -> None:
+    """`coretools --help` says `coretools`; `coretools-mcp` says `coretools-mcp`, as its errors do."""
+    for script in ("coretools", "coretools-mcp"):
+        proc = subprocess.run([str(BIN / script), "history", "--help"], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"usage: {script} history"), proc.stdout
+        assert f"see `{script} serve --help`" in " ".join(proc.stdout.split())
+    proc = subprocess.run([str(BIN / "coretools"), "tools", "--root", str(root / "missing")], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.startswith("coretools: error: root does not exist")
 
 
 def _help(name: str, capsys: pytest.CaptureFixture) -> str:

@@ -7,6 +7,7 @@ is checked against what its layer may import.
     tools/       imports tools, workspace, sandbox and errors; a tool module never imports another tool module
     server/      imports server, tools, workspace, sandbox and errors
     client/      imports client only
+    doctor.py    imports server, tools, workspace, sandbox and errors; only the CLI imports it
     cli.py       the top: nothing imports it (but `__main__`)
 
 and no module is over 1,000 lines. The shape besides:
@@ -14,8 +15,8 @@ and no module is over 1,000 lines. The shape besides:
 - no import cycle between coretools modules; an import inside a function or under `if TYPE_CHECKING:`
   counts like any other, so it cannot hide one;
 - no module takes another's private names (`from a import _x`, `a._x`);
-- the server and the CLI name no tool (no string literal is a published tool name): what they need of a
-  tool, the tool contract says;
+- the server, the CLI and doctor name no tool (no string literal is a published tool name): what they
+  need of a tool, the tool contract says;
 - search_file_content's modules live in its package (`tools/search/`), not as `search_*` modules;
 - the tools enter the sandbox and the workspace layer by their front doors (`from coretools.sandbox
   import Workspace`: a name in the package's `__all__`), never module by module.
@@ -44,7 +45,8 @@ ALLOWED = {
     "tools": {"tools", "workspace", "sandbox", "errors"},
     "server": {"server", "tools", "workspace", "sandbox", "errors"},
     "client": {"client"},
-    "cli": {"server", "tools", "workspace", "sandbox", "errors", "client"},
+    "doctor": {"server", "tools", "workspace", "sandbox", "errors"},
+    "cli": {"server", "tools", "workspace", "sandbox", "errors", "client", "doctor"},
     "__main__": {"cli"},
 }
 # `from coretools import __version__` names the package itself, which every layer may read.
@@ -355,7 +357,7 @@ def named_tools(path: Path, source: str, names: set[str]) -> list[str]:
 def test_the_server_and_the_cli_name_no_tool() -> None:
     names = tool_names()
     assert {"read_file", "save_memory", "run_shell_command"} <= names
-    files = [p for p in sources() if layer_of(module_name(p)) == "server"] + [PACKAGE / "cli.py"]
+    files = [p for p in sources() if layer_of(module_name(p)) == "server"] + [PACKAGE / "cli.py", PACKAGE / "doctor.py"]
     assert [p for path in files for p in named_tools(path, path.read_text(), names)] == []
 
 
@@ -553,7 +555,7 @@ def imported_tools(path: Path, source: str) -> list[str]:
 
 
 def test_the_server_and_the_cli_import_no_tool_module() -> None:
-    files = [p for p in sources() if layer_of(module_name(p)) == "server"] + [PACKAGE / "cli.py"]
+    files = [p for p in sources() if layer_of(module_name(p)) == "server"] + [PACKAGE / "cli.py", PACKAGE / "doctor.py"]
     assert [p for path in files for p in imported_tools(path, path.read_text())] == []
 
 
