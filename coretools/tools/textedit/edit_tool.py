@@ -59,7 +59,7 @@ class EditOptions:
         "none",
         "--confirm",
         "'edits': ask the user (MCP elicitation, showing the diff) before write_file or replace changes a file "
-        "(and before move_file or delete_file, with --tools); "
+        "(and before edit_file, move_file or delete_file, with --tools); "
         "an edit the user declines, or one the client cannot ask about, is not applied. Default 'none': rely on "
         "the host's own tool approval",
         choices=CONFIRM_CHOICES,
