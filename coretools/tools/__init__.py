@@ -29,6 +29,7 @@ TOOL_MODULES = (
     "move_file",
     "delete_file",
     "edit_file",
+    "apply_patch",
     "discovered",
 )
 

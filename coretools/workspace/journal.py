@@ -1,5 +1,6 @@
 """The edit journal: the content every write_file and replace replaced, kept so the edit can be undone; a
-removed file's content and a move's old path too (`journaled_move`: an undo moves the file back).
+removed file's content and a move's old path too (`journaled_move`: an undo moves the file back); and the
+files one call changed together as one entry (`journaled_changes`: apply_patch), undone together.
 
 One journal per workspace (its set of real root paths), in the user's state directory, never under a root:
 `settings.state_dir()/journal/<key>/` (0700) holds `meta.json` (the roots), `lock` (flock target) and numbered
@@ -12,7 +13,9 @@ its record and fdatasyncs it (one barrier; a new segment's name also gets a dire
 file, all under the lock; on a write that fails it appends a tombstone (`{"void": id}`). A process killed at
 any point leaves either nothing (a torn record: it fails its lengths or checksums, readers stop before it and
 the next writer cuts it) or a complete entry whose file write may not have happened; such an entry is
-recognised later because the file still has the content from before it. Eviction only raises the
+recognised later because the file still has the content from before it. An entry of several files is one
+record too, durable before the first file changes; each file is then written atomically, so after a crash
+each is its old content or its new, and the undo puts back those that changed. Eviction only raises the
 floor, in the same record; a segment wholly below it is unlinked, and one that a crash brings back is still
 below it. So nothing is ever rewritten.
 
@@ -88,10 +91,34 @@ class Entry:
     other_names: int = 0  # hard links besides `path`: the edit replaced this name only; they kept `before`
     moved_from: str | None = None  # for a move: the path the file had; `after` is its content, `before` the replaced
     mode: int | None = None  # the permission bits `before` had (set-user/group-ID dropped), for a file put back anew
+    # An entry of several files (see `journaled_changes`): each file's change as a dict of the fields above
+    # (path, before_sha, before_size, after_sha, after_size, mode, moved_from); the record's blob holds the
+    # content each had before, one after the other in this order. `path` is the first file's.
+    files: list[dict] | None = None
+    blob_at: int | None = None  # for one file of such an entry (`parts`): where its content starts in the blob
 
     @property
     def created(self) -> bool:
         return self.before_sha is None
+
+    @property
+    def paths(self) -> list[str]:
+        """The files the entry changed (a move's old path included)."""
+        if self.files is None:
+            return [self.path] + ([self.moved_from] if self.moved_from else [])
+        return [f["path"] for f in self.files]
+
+    def parts(self) -> list[Entry]:
+        """The entry as one entry per file it changed (itself, when it changed one)."""
+        if self.files is None:
+            return [self]
+        out, at = [], 0
+        for f in self.files:
+            out.append(Entry(self.id, self.time, self.tool, f["path"], f["before_sha"], f["before_size"],
+                             f["after_sha"], f["after_size"], True, self.undoes, 0, f.get("moved_from"),
+                             f.get("mode"), None, at))
+            at += f["before_size"] if f["before_sha"] is not None else 0
+        return out
 
     @classmethod
     def parse(cls, record: dict) -> Entry | None:
@@ -109,6 +136,21 @@ class Snapshot:
     size: int
     data: bytes | None
     st: os.stat_result | None
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file of a change to several (`journaled_changes`): at `loc` (canonical path `key`), the file that
+    is `before` (read under its edit lock; its stat is checked again when it is written) becomes `after`
+    (None: removed). `mode` is the permission bits of a file written anew; `moved_from` names, for the
+    history, the file whose content moved here."""
+
+    loc: Location
+    key: str
+    before: Snapshot
+    after: bytes | None
+    mode: int | None = None
+    moved_from: str | None = None
 
 
 def digest(data: bytes | None) -> str | None:
@@ -384,6 +426,8 @@ class Journal:
             data = records.read_blob(fd, blob)
         finally:
             os.close(fd)
+        if data is not None and entry.blob_at is not None:
+            data = data[entry.blob_at : entry.blob_at + entry.before_size]
         if data is None or len(data) != entry.before_size or digest(data) != entry.before_sha:
             raise OSError(f"the journal's copy of the content before edit {entry.id} is damaged")
         return data
@@ -420,7 +464,21 @@ class Journal:
             _mode(before),
         )
         blob = (before.data or b"") if before.sha is not None and kept else b""
-        return entry, self._append(state, {**vars(entry), "floor": self._floor(state, entry)}, blob)
+        return entry, self._append(state, _header(entry, self._floor(state, entry)), blob)
+
+    def begin_many(
+        self, tool: str, changes: list[FileChange], undoes: int | None = None
+    ) -> tuple[Entry, Callable[[], None]]:
+        """`begin` for several files changed together: one record whose blob holds each file's content from
+        before (every one kept: the caller refuses a change whose content the journal cannot keep)."""
+        state = self._state()
+        files = [{"path": c.key, "before_sha": c.before.sha, "before_size": c.before.size, "after_sha": digest(c.after),
+                  "after_size": len(c.after or b""), "mode": _mode(c.before), "moved_from": c.moved_from}
+                 for c in changes]
+        blob = b"".join(c.before.data or b"" for c in changes if c.before.sha is not None)
+        entry = Entry(state.top + 1, time.time(), tool, files[0]["path"], digest(blob) if blob else None, len(blob),
+                      None, sum(f["after_size"] for f in files), True, undoes, files=files)
+        return entry, self._append(state, _header(entry, self._floor(state, entry)), blob)
 
     def void(self, entry_id: int) -> None:
         """Mark an entry whose write failed: it never happened."""
@@ -479,6 +537,12 @@ class Journal:
                 if name not in ("lock", "meta.json") and _segment_number(name) is None:
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(self.folder, name))
+
+
+def _header(entry: Entry, floor: int) -> dict:
+    """The record header of `entry`: its fields (those of several files only when it has them) and the floor."""
+    fields = {k: v for k, v in vars(entry).items() if v is not None or k not in ("files", "blob_at")}
+    return {**fields, "floor": floor}
 
 
 def _mode(before: Snapshot) -> int | None:
@@ -582,6 +646,66 @@ def journaled_move(
             raise
 
 
+def journaled_changes(ws: Workspace, changes: list[FileChange], tool: str, settings: JournalSettings) -> None:
+    """Make every change (in order) with one journal entry, under the journal's lock: the record, with each
+    file's content from before, is durable before the first file changes, and each file is written
+    atomically (or removed). A change that fails puts back the files changed before it and voids the entry;
+    if that too fails, the entry stays, so `undo` can put them back. A journal that cannot be written is
+    logged and the changes go ahead."""
+    journal = _opened(ws, settings, "a change of several files went ahead")
+    if journal is None:
+        _change_all(ws, changes)
+        return
+    with journal.locked():
+        try:
+            entry, sync = journal.begin_many(tool, changes)
+            sync()
+        except OSError as exc:
+            logger.warning("could not journal a change of %d files (%s); it goes ahead unjournaled", len(changes), exc)
+            _change_all(ws, changes)
+            return
+        _change_all(ws, changes, lambda: journal.void(entry.id))
+
+
+def _change_all(ws: Workspace, changes: list[FileChange], clean: Callable[[], None] = lambda: None) -> None:
+    """Write or remove each file in turn. On a failure, the files already changed are put back and, once all
+    are, `clean` runs (voiding the journal entry) and the failure goes on; a file that cannot be put back
+    makes the failure say so."""
+    done: list[FileChange] = []
+    try:
+        for change in changes:
+            _change_one(ws, change.loc, change.before.st, change.after, change.mode)
+            done.append(change)
+    except BaseException as exc:
+        left = []
+        for change in reversed(done):
+            try:
+                now = read_snapshot(ws, change.loc, 0)
+                _change_one(ws, change.loc, now.st, change.before.data if change.before.sha else None,
+                            _mode(change.before))
+            except (ToolError, OSError):
+                left.append(change.loc.shown)
+        if not left:
+            clean()
+            raise
+        reason = exc.message if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
+        raise ToolError(
+            f"The change failed part way ({reason}) and these files could not be put back: {', '.join(left)}. "
+            "The edit journal has their content from before; `coretools-mcp undo` restores them.",
+            ErrorKind.FILE_WRITE_FAILURE,
+        ) from None
+
+
+def _change_one(ws: Workspace, loc: Location, st: os.stat_result | None, data: bytes | None, mode: int | None) -> None:
+    """Make the file at `loc`, which is `st` now (None: no file), hold `data` (None: removed)."""
+    if data is None:
+        if st is not None:
+            ws.remove_file(loc, expect=st)
+        return
+    ws.write_atomic(loc, data, create_parents=True, must_not_exist=st is None, expect=st,
+                    mode=mode if st is None else None)
+
+
 @dataclass(frozen=True)
 class Undone:
     """What an undo did: the edit it reverted, its own journal entry (None when the file already had that
@@ -595,6 +719,8 @@ class Undone:
         """One sentence for the model (and the command line) on what the undo did to `shown`."""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.edit.time))
         what = f"edit {self.edit.id} ({self.edit.tool or 'edit'} at {when})"
+        if self.edit.files is not None:
+            return self._describe_together(what)
         if self.record is None:
             return f"Nothing to write: {shown} already has its content from before {what}."
         if self.edit.moved_from:
@@ -609,10 +735,22 @@ class Undone:
             "reverts it."
         )
 
+    def _describe_together(self, what: str) -> str:
+        if self.record is None and self.skipped:
+            return f"Nothing to write: no file of {what} has its content from it; it never took effect."
+        if self.record is None:
+            return f"Nothing to write: every file of {what} already has its content from before it."
+        said = []
+        for part in self.record.parts():
+            state = "removed" if part.after_sha is None else "put back" if part.before_sha is None else "restored"
+            said.append(f"{part.path} ({state})")
+        return (f"Undid {what}, all its files together: {', '.join(said)}. This undo is edit {self.record.id}; "
+                "undoing it again reverts it.")
+
 
 def history(journal: Journal, target: str | None = None) -> list[Entry]:
     """The live entries, oldest first; only those of the file `target` (a canonical path) if given."""
-    return [e for e in journal.entries() if target is None or e.path == target]
+    return [e for e in journal.entries() if target is None or e.path == target or (e.files and target in e.paths)]
 
 
 def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | None, force: bool) -> Undone:
@@ -622,9 +760,11 @@ def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | 
     with journal.locked():
         entries = journal.entries()
         chosen = _choose(entries, target, edit_id)
+        if chosen.files is not None:
+            return _undo_together(ws, journal, chosen, entries, force)
         loc = ws.locate(chosen.path)
         now = read_snapshot(ws, loc, journal.settings.max_bytes)
-        mine = [e for e in entries if e.path == chosen.path]
+        mine = [p for e in entries for p in e.parts() if p.path == chosen.path]
         skipped = []
         while mine and mine[-1].after_sha != now.sha and mine[-1].before_sha == now.sha:
             skipped.append(mine.pop())
@@ -667,6 +807,41 @@ def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | 
         return Undone(edit, record, tuple(skipped))
 
 
+def _undo_together(ws: Workspace, journal: Journal, edit: Entry, entries: list[Entry], force: bool) -> Undone:
+    """Undo an entry of several files (a patch) as a whole: each file that has the content the entry gave
+    it gets its content from before; one that still has that content is left (the process that made the
+    entry died before changing it); any other is refused, nothing written, unless `force`. The undo is
+    itself one entry of several files, so undoing it again redoes the change."""
+    changes, last = [], all(not (set(e.paths) & set(edit.paths)) for e in entries if e.id > edit.id)
+    for part in edit.parts():
+        loc = ws.locate(part.path)
+        now = read_snapshot(ws, loc, journal.settings.max_bytes)
+        if now.sha == part.before_sha:
+            continue
+        if now.sha != part.after_sha and not force:
+            later = [e for e in entries if e.id > edit.id and part.path in e.paths]
+            if later:
+                raise ToolError(
+                    f"Not undone: {loc.shown} was edited again after edit {edit.id} (edit {later[-1].id}); undo that "
+                    "first. No file was changed.",
+                    ErrorKind.INVALID_TOOL_PARAMS,
+                )
+            raise _changed_since(loc.shown, edit)
+        if now.sha is not None and now.data is None:
+            raise ToolError(f"Not undone: {loc.shown} is larger than the edit journal keeps, so this undo could not "
+                            "itself be undone. No file was changed.", ErrorKind.FILE_TOO_LARGE)
+        changes.append(FileChange(loc, part.path, now, journal.before_bytes(part), part.mode))
+    if not changes:
+        if last and edit.undoes is None and not any(e.undoes == edit.id for e in entries):
+            journal.void(edit.id)  # every file still has its content from before: the change never took effect
+            return Undone(edit, None, (edit,))
+        return Undone(edit, None)
+    record, sync = journal.begin_many("undo", changes, undoes=edit.id)
+    sync()
+    _change_all(ws, changes, lambda: journal.void(record.id))
+    return Undone(edit, record)
+
+
 def _move_back(ws: Workspace, journal: Journal, edit: Entry, loc: Location, now: Snapshot) -> Entry:
     """Undo the move `edit` (its destination `loc` holds `now`): the file goes back to its old path, itself
     journaled as a move (so undoing it again moves the file once more), and a file the move replaced comes
@@ -703,10 +878,11 @@ def _choose(entries: list[Entry], target: str | None, edit_id: int | None) -> En
                 "`coretools-mcp history` lists them).",
                 ErrorKind.INVALID_TOOL_PARAMS,
             )
-        if target is not None and target not in (found.path, found.moved_from):
-            raise ToolError(f"Edit {edit_id} changed {found.path}, not {target}.", ErrorKind.INVALID_TOOL_PARAMS)
+        if target is not None and target not in found.paths:
+            raise ToolError(f"Edit {edit_id} changed {', '.join(found.paths)}, not {target}.",
+                            ErrorKind.INVALID_TOOL_PARAMS)
         return found
-    mine = [e for e in entries if target is None or target in (e.path, e.moved_from)]
+    mine = [e for e in entries if target is None or target in e.paths]
     if not mine:
         where = f"of {target}" if target else "in this workspace"
         raise ToolError(f"No journaled edit {where}: nothing to undo.", ErrorKind.FILE_NOT_FOUND)
