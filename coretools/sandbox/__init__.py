@@ -45,7 +45,7 @@ from coretools.sandbox.process_settings import (
 )
 from coretools.sandbox.rgglobs import include_flags, name_filter
 from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument, find_rg
-from coretools.sandbox.runner import Outcome, Runner, RunSpec, run_blocking, shorten
+from coretools.sandbox.runner import Outcome, Runner, RunSpec, run_blocking, shorten, strip_ansi, terminal_argv
 from coretools.sandbox.scratch import read_only_error, user_parent
 from coretools.sandbox.session import PROCESS, SessionScope
 from coretools.sandbox.settings import limit_option, refuse_negative
@@ -67,7 +67,8 @@ __all__ = [
     "globmatch", "name_matches", "glob_escape", "has_magic", "split_literal_prefix", "parse_include",
     "include_flags", "name_filter",
     # programs
-    "Runner", "RunSpec", "Outcome", "run_blocking", "shorten", "ProcessSettings", "SANDBOX_MODES",
+    "Runner", "RunSpec", "Outcome", "run_blocking", "shorten", "strip_ansi", "terminal_argv", "ProcessSettings",
+    "SANDBOX_MODES",
     "DEFAULT_INACTIVITY_TIMEOUT", "DEFAULT_WALL_TIMEOUT", "signal_name", "stop_message",
     "ripgrep", "find_rg", "check_rg_argument", "MAX_GLOB_CHARS", "MAX_PATTERN_CHARS",
     # policies

@@ -97,6 +97,7 @@ class RunSpec:
     on_exit: Callable[[Outcome | None], None] | None = None  # called once the run is over, even if cancelled
     data_limit: int | None = None  # bytes of private memory the program may map (see `_limit_memory`)
     pipe_size: int | None = None  # standard output's pipe buffer, in bytes (see `_widen_pipe`)
+    pty: tuple[int, int] | None = None  # (rows, columns): run in a new pseudo-terminal (`_start_in_terminal`)
 
 
 @dataclass
@@ -172,7 +173,9 @@ class Runner:
 
     def spawn(self, spec: RunSpec, *, cwd_fd: int | None = None) -> tuple[subprocess.Popen, Group]:
         """Start `spec.argv` as `run` would (own session and group, registered to be killed on close) and
-        hand the process over; its pipes and bounds are the caller's business (background commands)."""
+        hand the process over; its pipes and bounds are the caller's business (background commands). With
+        `spec.pty`, `process.stdout` is the terminal's master side, read and written, and `process.stderr`
+        is None."""
         return _start(spec, self._owner, cwd_fd)
 
     def present(self, outcome: Outcome, stream: Stream, limit: int) -> tuple[str, str | None]:
@@ -397,6 +400,8 @@ def _start(spec: RunSpec, owner: int, cwd_fd: int | None) -> tuple[subprocess.Po
     cwd = spec.cwd
     if cwd_fd is not None and os.path.isdir(f"/proc/self/fd/{cwd_fd}"):
         cwd = f"/proc/self/fd/{cwd_fd}"
+    if spec.pty is not None:
+        return _start_in_terminal(spec, owner, env, cwd)
     stdin_file = None
     try:
         if spec.stdin_data is not None:
@@ -424,6 +429,48 @@ def _start(spec: RunSpec, owner: int, cwd_fd: int | None) -> tuple[subprocess.Po
         _limit_memory(process.pid, spec.data_limit)
     if spec.pipe_size is not None and process.stdout is not None:
         _widen_pipe(process.stdout.fileno(), spec.pipe_size)
+    return process, group
+
+
+def terminal_argv(argv: list[str]) -> list[str]:
+    """`argv` made the session leader of the terminal it is given as stdin (`setsid --ctty`), so that what
+    opens /dev/tty (a password prompt, `read -s`) finds it and Ctrl-C written to the terminal reaches it.
+    Meant for the innermost command, inside any sandbox wrapper (bubblewrap starts a session of its own,
+    which has no terminal); `setsid` forks as the group leader it is, waits (`--wait`) and passes on the
+    exit status, and stays in the run's process tree. Where util-linux's setsid is missing, `argv` as it
+    is: the program still reads and writes the terminal, only /dev/tty is missing."""
+    setsid = shutil.which("setsid")
+    return [setsid, "--ctty", "--wait", *argv] if setsid else list(argv)
+
+
+def _start_in_terminal(spec: RunSpec, owner: int, env: dict[str, str],
+                       cwd: str | None) -> tuple[subprocess.Popen, Group]:  # fmt: skip
+    """`_start` with a new pseudo-terminal as stdin, stdout and stderr, of `spec.pty`'s size."""
+    import fcntl
+    import struct
+    import termios
+
+    assert spec.pty is not None
+    rows, columns = spec.pty
+    master, slave = os.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        env["TERM"] = "xterm"
+        env["COLUMNS"], env["LINES"] = str(columns), str(rows)
+        process = subprocess.Popen(spec.argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
+                                   start_new_session=True, pass_fds=spec.pass_fds)  # fmt: skip
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    os.set_inheritable(master, False)
+    os.set_blocking(master, False)
+    process.stdout = open(master, "r+b", buffering=0)  # noqa: SIM115 - closed with the process's pipes
+    group = Group(process.pid, owner)
+    register(group)
+    if spec.data_limit is not None:
+        _limit_memory(process.pid, spec.data_limit)
     return process, group
 
 

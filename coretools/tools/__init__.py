@@ -30,6 +30,10 @@ TOOL_MODULES = (
     "delete_file",
     "edit_file",
     "apply_patch",
+    "list_background_processes",
+    "read_background_output",
+    "write_background_input",
+    "stop_background_process",
     "discovered",
 )
 

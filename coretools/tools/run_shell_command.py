@@ -36,11 +36,12 @@ from coretools.errors import ConfigurationError, ErrorKind, ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult, option, text_block
 from coretools.sandbox import (
     PROCESS, CommandRefused, GitState, GitWatch, Outcome, RunSpec, Runner, ShellPolicy, agreeing_locale,
-    changes, limit_option, read_only_error, runs_programs, shorten, signal_name, stop_message, user_parent,
-    warning,
+    SessionScope, changes, limit_option, read_only_error, runs_programs, shorten, signal_name, stop_message,
+    terminal_argv, user_parent, warning,
 )
 from coretools.workspace import (
-    DEFAULT_LIFETIME, DEFAULT_MAX_JOBS, BackgroundJob, BackgroundJobs, Limits, TooManyJobs,
+    DEFAULT_LIFETIME, DEFAULT_MAX_JOBS, DEFAULT_MAX_SERVER_JOBS, JOBS_KEY, TERMINAL_SIZE, BackgroundJob,
+    BackgroundJobs, Limits, SessionJobs, Slots, TooManyJobs,
 )
 from coretools.tools.process_options import ProcessOptions
 
@@ -68,7 +69,7 @@ class ShellOptions(ProcessOptions):
     max_background_commands: int = option(
         DEFAULT_MAX_JOBS,
         "--max-background-commands",
-        "at most N commands started with is_background run at once; 0 turns is_background off "
+        "at most N commands started with is_background run at once per session; 0 turns is_background off "
         f"(default: {DEFAULT_MAX_JOBS})",
         metavar="N",
     )
@@ -77,6 +78,27 @@ class ShellOptions(ProcessOptions):
         "--background-timeout",
         f"stop a background command (is_background) after this long; 0 disables (default: {DEFAULT_LIFETIME:g})",
         metavar="SECONDS",
+    )
+    background_idle_timeout: float | None = option(
+        0.0,
+        "--background-idle-timeout",
+        "stop a background command that no tool call has listed, read or written to for this long; 0 disables "
+        "(default: 0)",
+        metavar="SECONDS",
+    )
+    max_background_total: int = option(
+        DEFAULT_MAX_SERVER_JOBS,
+        "--max-background-total",
+        "at most N background commands run at once on the whole server, all sessions together "
+        f"(--max-background-commands is per session); 0: no limit (default: {DEFAULT_MAX_SERVER_JOBS})",
+        metavar="N",
+    )
+    background_tty: bool = option(
+        False,
+        "--background-tty",
+        "run background commands (is_background) in a pseudo-terminal, so that programs that prompt (npm create, "
+        "a REPL, ssh-keygen, git add -p) can be answered with write_background_input; their output is rendered "
+        "as the screen a person would see",
     )
 
 
@@ -173,11 +195,15 @@ class RunShellCommand(Tool):
             raise ConfigurationError(f"--allow-command/--deny-command: {exc}") from None
         self.git_watch = GitWatch()
         lifetime = limit_option(self.options.background_timeout, "--background-timeout")
+        idle = limit_option(self.options.background_idle_timeout, "--background-idle-timeout")
         self.limits = Limits(
             max_jobs=self.options.max_background_commands,
             lifetime=None if lifetime is None else float(lifetime),
             log_cap=self.settings.output_cap,
+            idle=None if idle is None else float(idle),
         )
+        total = limit_option(self.options.max_background_total, "--max-background-total")
+        self.slots = None if total is None else Slots(int(total))
         self._base: str | None = None
         if not self.options.no_shell:
             problem = self.settings.problem()
@@ -227,7 +253,9 @@ class RunShellCommand(Tool):
         """The calling session's runner and background jobs (its own temporary directory and logs)."""
         if self._base is None:
             self._base = tempfile.mkdtemp(prefix="shell-", dir=user_parent())
-        return ctx.session.get(self._key, lambda: ShellSession(self._base, ctx.session, self.limits))
+        shell = ctx.session.get(self._key, lambda: ShellSession(self._base, ctx.session, self.limits, self.slots))
+        ctx.session.get(JOBS_KEY, SessionJobs).add(shell.jobs)  # where the background-process tools look
+        return shell
 
     @property
     def _key(self) -> str:
@@ -280,11 +308,15 @@ class RunShellCommand(Tool):
             watched = [cwd, *roots]
             before = await anyio.to_thread.run_sync(self.git_watch.snapshot, watched)
             shell = self._session(ctx)
+            tty = bool(args.get("is_background")) and self.options.background_tty
+            argv = terminal_argv(["bash", "-c", command]) if tty else ["bash", "-c", command]
             # Off the event loop: the sandbox looks through the roots (git directories, secret files).
             spec = await anyio.to_thread.run_sync(
-                functools.partial(self.settings.spec, shell.runner, ["bash", "-c", command], cwd=cwd, roots=roots,
+                functools.partial(self.settings.spec, shell.runner, argv, cwd=cwd, roots=roots,
                                   hardened=self.policy.strict)  # fmt: skip
             )
+            if tty:
+                spec.pty = TERMINAL_SIZE
             if self.policy.active:
                 spec.env = agreeing_locale(spec.env)
             if args.get("is_background"):
@@ -327,7 +359,7 @@ class RunShellCommand(Tool):
         try:
             return jobs.start(spec, cwd_fd=cwd_fd, label=command, epilogue=epilogue)
         except TooManyJobs as exc:
-            raise ToolError(_too_many(exc.jobs, jobs.limits.max_jobs), ErrorKind.SHELL_EXECUTE_ERROR) from None
+            raise ToolError(_too_many(exc, jobs.limits.max_jobs), ErrorKind.SHELL_EXECUTE_ERROR) from None
         except OSError as exc:
             raise ToolError(
                 f"Could not start the command in the background: {exc.strerror or exc}.", ErrorKind.SHELL_EXECUTE_ERROR
@@ -346,6 +378,7 @@ class RunShellCommand(Tool):
             job.kill_now("cancelled")
             raise
         if job.exited.is_set():
+            shell.jobs.given_whole(job)
             try:
                 os.unlink(job.log_path)
             except OSError:
@@ -419,13 +452,20 @@ class RunShellCommand(Tool):
         return result
 
 
-def _too_many(jobs: list[BackgroundJob], limit: int) -> str:
+def _too_many(exc: TooManyJobs, limit: int) -> str:
+    jobs = exc.jobs
     if limit == 0:
         return (
             "Background commands are turned off on this server (--max-background-commands 0). Run the command "
             "without is_background."
         )
     listed = "; ".join(f"PID {j.pid} (`{j.label[:80]}`)" for j in jobs)
+    if exc.server_limit is not None:
+        return (
+            f"Too many background commands are running on this server ({exc.server_limit}, the limit of "
+            f"--max-background-total, counts every session's). This session's: {listed or '(none)'}. Wait for one "
+            "to finish or stop one, or run this command without is_background."
+        )
     return (
         f"Too many background commands are running ({len(jobs)}, the limit of --max-background-commands): "
         f"{listed}. Wait for one to finish or stop one (`kill -- -PGID`), or run this command without "
@@ -437,9 +477,9 @@ class ShellSession:
     """One session's shell: its runner (private temporary directory, saved outputs) and background jobs,
     inside the tool's scratch base, which every sandbox hides from the other sessions' commands."""
 
-    def __init__(self, base: str, owner: object, limits: Limits) -> None:
+    def __init__(self, base: str, owner: SessionScope, limits: Limits, slots: Slots | None) -> None:
         self.runner = Runner("session", base=base, owner=owner, hide=os.path.dirname(base))
-        self.jobs = BackgroundJobs(self.runner, limits)
+        self.jobs = BackgroundJobs(self.runner, limits, slots)
 
     def close_now(self) -> None:
         self.jobs.kill_all()

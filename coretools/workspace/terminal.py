@@ -1,0 +1,88 @@
+"""The screen of a background command that runs in a pseudo-terminal, as a person would see it.
+
+A program in a terminal writes escape sequences: colours, cursor moves, lines redrawn in place (progress
+bars, prompts that erase what was typed). The model must read what they draw, not the sequences, so the
+bytes go through a real terminal emulator (`pyte`) on a screen of fixed size (the job's, see
+`background.TERMINAL_SIZE`), and only its text comes out, in two parts:
+
+* a line that scrolls off the top of the screen is final: it is handed to `on_line` (the job's log, which
+  is the scrollback, bounded by the log cap);
+* the lines still on the screen are the live part (`screen_text`), handed over too when the program ends
+  (`flush`).
+
+A program that asks the terminal where its cursor is, or what it is, gets the answer a terminal would give
+(`answer`), so a line editor that asks does not wait forever. `waiting_for_input` tells a prompt from a
+program at work: the cursor rests after text on its line, as after `Name: ` or `>>> `.
+
+pyte (and its character-width tables) takes a few tenths of a second to import: only a job that runs in a
+terminal imports this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyte
+
+
+class _Screen(pyte.Screen):
+    """A pyte screen that hands each line scrolling off its top to `scrolled`, and a program's queries'
+    answers to `answer`."""
+
+    def __init__(self, columns: int, rows: int, scrolled: Callable[[str], None],
+                 answer: Callable[[str], None]) -> None:  # fmt: skip
+        super().__init__(columns, rows)
+        self._scrolled, self._answer = scrolled, answer
+
+    def index(self) -> None:
+        top, bottom = self.margins or pyte.screens.Margins(0, self.lines - 1)
+        if self.cursor.y == bottom and top == 0:
+            self._scrolled(self.line_text(0))
+        super().index()
+
+    def line_text(self, y: int) -> str:
+        line = self.buffer[y]
+        return "".join(line[x].data for x in range(self.columns)).rstrip()
+
+    def write_process_input(self, data: str) -> None:
+        self._answer(data)
+
+
+class Terminal:
+    """One pseudo-terminal's screen. Not thread-safe: its job's thread feeds it, readers take its lock."""
+
+    def __init__(self, on_line: Callable[[str], None], answer: Callable[[bytes], None], *, rows: int,
+                 columns: int) -> None:  # fmt: skip
+        self.rows, self.columns = rows, columns
+        self._on_line = on_line
+        self._screen = _Screen(columns, rows, on_line, lambda text: answer(text.encode()))
+        self._stream = pyte.ByteStream(self._screen)
+
+    def feed(self, data: bytes) -> None:
+        self._stream.feed(data)
+
+    def screen_lines(self) -> list[str]:
+        """The screen's lines down to the last one with text."""
+        lines = [self._screen.line_text(y) for y in range(self.rows)]
+        last = max((y for y, line in enumerate(lines) if line), default=-1)
+        return lines[: last + 1]
+
+    def screen_text(self) -> str:
+        return "\n".join(self.screen_lines())
+
+    @property
+    def cursor_row(self) -> int:
+        """The cursor's line: the lines above it are written, the program may still change it and below."""
+        return self._screen.cursor.y
+
+    def waiting_for_input(self) -> bool:
+        """The cursor rests right after text on its line: a prompt, as far as the screen can tell."""
+        cursor = self._screen.cursor
+        before = self._screen.line_text(cursor.y)[: cursor.x]
+        return bool(before.strip()) and len(self._screen.line_text(cursor.y)) <= cursor.x
+
+    def flush(self) -> None:
+        """Hand the lines still on the screen to `on_line` (the program ended) and clear it."""
+        for line in self.screen_lines():
+            self._on_line(line)
+        self._screen.reset()

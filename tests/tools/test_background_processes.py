@@ -1,0 +1,266 @@
+"""Background processes as objects the model can list, read, answer and stop (issue 33), through a real HTTP
+server with `--background-tty` (each command in a pseudo-terminal, rendered by a terminal emulator): a
+Python REPL answers `1+1`, an `input()` prompt and a prompt that reads /dev/tty are answered, a ticking
+"dev server" is followed line by line, a process that traps SIGTERM is stopped with its children, and a
+second session cannot reach the first's processes, which end with their session and with the server.
+Without a terminal (in-process), reads continue exactly where the last ended under a small result budget.
+On the jobs themselves: a terminal nobody reads is drained and its log capped, and the idle limit, the
+server-wide cap and the bounded record of finished jobs hold."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from coretools.sandbox.process_groups import is_alive
+from coretools.sandbox.runner import Runner, RunSpec, terminal_argv
+from coretools.workspace.background import FINISHED_KEPT, TERMINAL_SIZE, BackgroundJobs, Limits, Slots, TooManyJobs
+from tests.http_harness import HttpServer, http_client
+from tests.support import ToolSession, text_of
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+FLAGS = ("--tools", "all", "--background-tty", "--structured-content")
+ASK = 'name = input("Name: ")\nprint(f"hello {name}!")\n'
+TTY_ONLY = "read -r -s -p 'Secret: ' s < /dev/tty; echo; echo \"secret of ${#s} characters\""
+ESCAPE = re.compile(r"\x1b")
+
+
+def gone(pid: int) -> bool:
+    return not is_alive(pid) and not os.path.exists(f"/proc/{pid}")
+
+
+async def eventually(check, timeout: float = 15.0) -> None:
+    with anyio.fail_after(timeout):
+        while not check():
+            await anyio.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("background")
+    (root / "ask.py").write_text(ASK)
+    with HttpServer.start([root], *FLAGS) as running:
+        yield running
+
+
+async def start(client, command: str) -> int:
+    result = await client.call_tool("run_shell_command", {"command": command, "is_background": True,
+                                                           "delay_ms": 300})  # fmt: skip
+    assert not result.is_error, text_of(result)
+    return result.structured_content["pid"]
+
+
+async def call(client, name: str, **args) -> tuple[str, dict]:
+    result = await client.call_tool(name, args)
+    text = text_of(result)
+    assert not ESCAPE.search(text), text  # the model reads text, never escape sequences
+    return text, result.structured_content or {}
+
+
+async def until_waiting(client, pid: int) -> str:
+    """Read until the process is probably waiting for input; all that was read."""
+    seen = []
+    with anyio.fail_after(20):
+        while True:
+            text, info = await call(client, "read_background_output", pid=pid, delay_ms=500)
+            seen.append(text)
+            if info["waiting_for_input"]:
+                return "\n".join(seen)
+
+
+async def until_exited(client, pid: int) -> tuple[str, dict]:
+    seen = []
+    with anyio.fail_after(20):
+        while True:
+            text, info = await call(client, "read_background_output", pid=pid, delay_ms=1000)
+            seen.append(text)
+            if info["status"] != "running":
+                return "\n".join(seen), info
+
+
+async def test_a_python_repl_in_a_terminal_answers(server: HttpServer) -> None:
+    async with http_client(server.url) as client:
+        pid = await start(client, "python3 -i -q")
+        assert ">>>" in await until_waiting(client, pid)
+        text, info = await call(client, "write_background_input", pid=pid, input="1+1\n")
+        assert re.search(r">>> 1\+1\n2\n>>>", text), text
+        listed, _ = await call(client, "list_background_processes")
+        assert re.search(rf"- \[PID {pid}\] RUNNING: `python3 -i -q` \(running for .*in a terminal", listed)
+        text, info = await call(client, "write_background_input", pid=pid, keys=["ctrl-d"])
+        if info["status"] == "running":
+            text, info = await until_exited(client, pid)
+        assert info["status"] == "exited" and info["exit_code"] == 0
+        await eventually(lambda: gone(pid))
+
+
+async def test_an_input_prompt_and_a_prompt_on_dev_tty_are_answered(server: HttpServer) -> None:
+    async with http_client(server.url) as client:
+        asking, secret = await start(client, "python3 ask.py"), await start(client, TTY_ONLY)
+        assert "Name:" in await until_waiting(client, asking)
+        assert "Secret:" in await until_waiting(client, secret)
+        text, _ = await call(client, "write_background_input", pid=asking, input="Ada\n")
+        more, info = await until_exited(client, asking) if "exited" not in text else (text, {"exit_code": 0})
+        assert "hello Ada!" in text + more and info["exit_code"] == 0
+        text, _ = await call(client, "write_background_input", pid=secret, input="hunter2\n")
+        more, info = await until_exited(client, secret) if "exited" not in text else (text, {"exit_code": 0})
+        assert "secret of 7 characters" in text + more and info["exit_code"] == 0
+        assert "hunter2" not in text + more  # `read -s` turned the terminal's echo off: it is not on the screen
+
+
+async def test_a_dev_server_is_followed_line_by_line_and_stopped(server: HttpServer) -> None:
+    async with http_client(server.url) as client:
+        text, info = await call(client, "run_shell_command", command='i=0; while true; do i=$((i+1)); echo "tick $i"; '
+                                'sleep 0.05; done', is_background=True, delay_ms=300)  # fmt: skip
+        pid = info["pid"]
+        ticks = [int(n) for n in re.findall(r"^tick (\d+)$", text, re.M)]  # the first ones come with the start
+        with anyio.fail_after(30):
+            while len(ticks) < 70:  # more than a screen (30 rows): lines scroll into the log meanwhile
+                text, _ = await call(client, "read_background_output", pid=pid, delay_ms=300)
+                ticks += [int(n) for n in re.findall(r"^tick (\d+)$", text, re.M)]
+        assert ticks == list(range(1, len(ticks) + 1))  # each line once, in order, none left out
+        text, info = await call(client, "read_background_output", pid=pid, lines=3)
+        assert len(re.findall(r"^tick \d+$", text, re.M)) == 3 and "Showing last 3 of" in text
+        text, info = await call(client, "stop_background_process", pid=pid)
+        assert info["status"] == "killed" and "Sent SIGTERM to its process tree" in text
+        await eventually(lambda: gone(pid))
+
+
+def running_with(marker: str) -> list[int]:
+    """The PIDs of processes whose command line holds `marker` (the host sees into bubblewrap's namespace)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker in Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+async def test_a_process_that_traps_term_is_killed_with_its_children(server: HttpServer) -> None:
+    marker = f"{os.getpid() % 1000}.{time.time_ns() % 10**6}"  # `sleep` of a time nothing else sleeps
+    async with http_client(server.url) as client:
+        pid = await start(client, f"trap '' TERM; sleep {marker} & echo armed; while true; do sleep 0.1; done")
+        seen = ""
+        with anyio.fail_after(15):
+            while "armed" not in seen:
+                seen += (await call(client, "read_background_output", pid=pid, delay_ms=300))[0]
+        assert running_with(marker)
+        text, info = await call(client, "stop_background_process", pid=pid)
+        assert info["status"] == "killed" and "Sent SIGTERM to its process tree" in text and "armed" in text
+        await eventually(lambda: gone(pid) and not running_with(marker))  # the shell that trapped TERM, its child
+        listed, _ = await call(client, "list_background_processes")
+        assert f"[PID {pid}] KILLED" in listed and f"(Signal: {info['signal']})" in listed
+
+
+async def test_another_session_cannot_reach_them_and_they_end_with_their_session(server: HttpServer) -> None:
+    async with http_client(server.url) as first:
+        pid = await start(first, "echo first-session-output; sleep 600")
+        async with http_client(server.url) as second:
+            listed, info = await call(second, "list_background_processes")
+            assert listed == "No background processes found." and info == {"processes": []}
+            for name, args in [("read_background_output", {}), ("read_background_output", {"lines": 5}),
+                               ("write_background_input", {"input": "x\n"}), ("stop_background_process", {})]:
+                result = await second.call_tool(name, {"pid": pid, **args})
+                assert result.is_error and f"No background process with PID {pid} in this session" in text_of(result)
+                assert "first-session-output" not in text_of(result)
+        assert is_alive(pid)
+        text, _ = await call(first, "read_background_output", pid=pid, delay_ms=200)
+        assert "first-session-output" in text
+    await eventually(lambda: gone(pid))  # the session ended (HTTP DELETE): its processes with it
+
+
+async def test_everything_ends_with_the_server(tmp_path: Path) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    with HttpServer.start([tmp_path], *FLAGS) as server:
+        async with create_mcp_http_client() as http:  # the session is left open: only the server's exit ends it
+            async with Client(streamable_http_client(server.url, http_client=http, terminate_on_close=False),
+                              mode="legacy") as client:  # fmt: skip
+                pids = [await start(client, "python3 -i -q"), await start(client, "trap '' TERM; sleep 600")]
+        assert all(is_alive(pid) for pid in pids)
+        assert server.stop() == 0
+    await eventually(lambda: all(gone(pid) for pid in pids))
+
+
+async def test_without_a_terminal_reads_continue_where_they_ended(root: Path) -> None:
+    async with ToolSession(root, "--tools", "all", "--max-result-chars", "3000") as tools:
+        result = await tools.call("run_shell_command", command="for i in $(seq 1000 1999); do echo line-$i; done; "
+                                  "read x; echo \"read: [$x]\"", is_background=True, delay_ms=0)  # fmt: skip
+        pid = result.structured["pid"]
+        pieces, sizes = [], []
+        with anyio.fail_after(20):
+            while True:
+                result = await tools.call("read_background_output", pid=pid, delay_ms=500)
+                text = text_of(result)
+                assert len(text) <= 3000 and not result.is_error
+                info = result.structured
+                pieces.append(info["output"])
+                sizes.append(info["log_bytes"])
+                if info["status"] != "running" and info["next_offset"] == info["log_bytes"]:
+                    break
+        output = "".join(pieces)
+        assert output.startswith("line-1000\nline-1001\n") and "line-1999\nread: []\n" in output
+        assert output.count("line-") == 1000 and len(pieces) > 3  # cut to the budget, continued without a gap
+        assert sizes[-1] == len(output.encode())  # the true size: all of it was read
+        again = await tools.call("read_background_output", pid=pid, offset=10)
+        assert again.structured["output"].startswith("line-1001\n") and again.structured["offset"] == 10
+        refused = await tools.call("write_background_input", pid=pid, input="y\n")
+        assert refused.is_error and "started without a terminal" in text_of(refused) and "--background-tty" in \
+            text_of(refused)
+        missing = await tools.call("read_background_output", pid=1)
+        assert missing.is_error and "No background process with PID 1 in this session" in text_of(missing)
+
+
+# -- the bounds, on the jobs themselves ---------------------------------------------------------------------
+
+
+async def test_a_terminal_nobody_reads_is_drained_and_its_log_capped(tmp_path: Path) -> None:
+    runner = Runner("test", base=str(tmp_path))
+    jobs = BackgroundJobs(runner, Limits(log_cap=20_000))
+    flood = "yes 0123456789abcdef | head -c 2000000; echo; echo end"
+    job = jobs.start(RunSpec(terminal_argv(["bash", "-c", flood]), pty=TERMINAL_SIZE))
+    try:
+        await eventually(job.done.is_set, 60)  # it could write all of it: the terminal was drained unread
+        assert job.exit_code == 0 and job.received > 2_000_000
+        assert 20_000 <= job.log_size < 21_000  # the cap, and the notes saying so
+        assert "the log reached its cap of 20,000 bytes" in job.read_log(0, 30_000).decode()
+    finally:
+        await runner.aclose()
+
+
+async def test_idle_server_wide_and_finished_bounds(tmp_path: Path) -> None:
+    runner = Runner("test", base=str(tmp_path))
+    slots = Slots(2)
+    jobs = BackgroundJobs(runner, Limits(idle=0.6), slots)
+    other = BackgroundJobs(runner, Limits(), slots)  # another session of the same server
+    try:
+        idle, watched = jobs.start(RunSpec(["sleep", "30"])), jobs.start(RunSpec(["sleep", "30"]))
+        with pytest.raises(TooManyJobs) as refused:
+            other.start(RunSpec(["sleep", "30"]))
+        assert refused.value.server_limit == 2
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:  # looking at one keeps it; the other is stopped as idle
+            watched.touch()
+            await anyio.sleep(0.1)
+        await eventually(idle.done.is_set)
+        assert idle.stopped == "idle" and not watched.exited.is_set()
+        assert "nothing looked at it for 0.6 s" in idle.read_log(0, 10_000).decode()
+        other.start(RunSpec(["true"]))  # the idle one's slot is free again
+        watched.stop("requested")
+        await eventually(watched.done.is_set)
+        for _ in range(FINISHED_KEPT + 3):
+            job = jobs.start(RunSpec(["true"]))
+            await eventually(job.done.is_set)
+        assert len(jobs.every()) == FINISHED_KEPT  # the oldest records go first
+        assert idle not in jobs.every()
+    finally:
+        await runner.aclose()
