@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 
-from coretools.errors import ErrorKind, ProtectedPath, ToolError
+from coretools.errors import ErrorKind, PathError, ProtectedPath, ToolError
 from coretools.sandbox import DirEntry, IgnoreOptions, Location, Workspace, name_matches, protected_name
 from coretools.workspace import RESPECT_PARAMETERS, Ignored, describe_chain, ignored_chain, include_hint
 from coretools.tools.budget import lines_that_fit
@@ -100,6 +100,9 @@ class ListDirectory(Tool):
         except ToolError as exc:
             if exc.kind == ErrorKind.PATH_IS_NOT_A_DIRECTORY:
                 raise ToolError(f"Error: Path is not a directory: {loc.shown}", exc.kind) from None
+            if exc.kind == ErrorKind.FILE_NOT_FOUND:  # Gemini CLI's words, with the workspace's hint
+                missing = PathError(f"Error: Directory not found or inaccessible: {loc.shown}", exc.kind)
+                raise ws.missing(loc, missing) from None
             raise
         if not tally.seen:
             return ToolResult.text(f"Directory {node.path} is empty.")

@@ -156,7 +156,12 @@ async def test_not_a_directory(tree: Path) -> None:
 
 
 async def test_missing_directory(root: Path) -> None:
-    assert f"{root / 'missing'}" in error_text(await ls(root, root / "missing"), "file_not_found")
+    """Gemini CLI's words for a directory that is not there (not "File not found"), and the workspace's hint."""
+    text = error_text(await ls(root, root / "missing"), "file_not_found")
+    assert text.splitlines()[0] == f"Error: Directory not found or inaccessible: {root / 'missing'}"
+    (root / "src").mkdir()
+    text = error_text(await ls(root, root / "srcc"), "file_not_found")
+    assert text == f"Error: Directory not found or inaccessible: {root / 'srcc'}\nDid you mean: {root / 'src'} (similar name)?"
 
 
 async def test_outside_workspace(root: Path) -> None:
