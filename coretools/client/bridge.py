@@ -179,7 +179,7 @@ class Bridge:
     With ``prefix="never"``, tool names that clash (the same name on two servers, names equal
     after sanitising, a reserved name) make :meth:`start` raise
     :class:`~coretools.client.names.NameCollisionError`. Tools offered by several servers are
-    reported once, as a warning naming them.
+    noted once, at info level: their prefixes keep them apart.
 
     By default sessions use the ``initialize`` handshake (the 2025-era protocol every current
     host speaks), on which servers push ``notifications/tools/list_changed``.
@@ -408,7 +408,10 @@ class Bridge:
         logger.warning("%s; they are published with a hash suffix%s", describe_collisions(clashes, self.reserved_names), advice)
 
     def _report_duplicates(self, pairs: list[tuple[str, str]]) -> None:
-        """Warn, once per tool name, about tools that more than one server offers."""
+        """Note, once per tool name, the tools that more than one server offers. At info level: the prefixes
+        publish each under its own name (without them a clash is a collision, reported as one), and a
+        configuration of several servers on purpose, such as two coretools on two roots, is not a problem to
+        warn about at every run."""
         offered: dict[str, list[str]] = {}
         for alias, tool in pairs:
             offered.setdefault(tool, []).append(alias)
@@ -418,7 +421,7 @@ class Bridge:
             return
         self._reported_duplicates.update(new)
         listed = "; ".join(f"{tool} ({', '.join(aliases)})" for tool, aliases in new.items())
-        logger.warning("tools offered by more than one server, published once per server under its prefix: %s", listed)
+        logger.info("tools offered by more than one server, published once per server under its prefix: %s", listed)
 
     # ---------------------------------------------------------------------------------- queries
 

@@ -364,14 +364,15 @@ _LINES = _LineReader()
 
 
 def _remote_server(args: argparse.Namespace) -> ServerConfig | str:
-    """The remote server named ``args.alias``, or what is wrong with the request."""
+    """The remote server named ``args.alias``, or what is wrong with the request. Only its entry is read:
+    another server's unset variable is no concern of this one's sign-in."""
     try:
-        configs = load_config(args.config)
+        configs = load_config(args.config, only=args.alias)
     except ConfigError as exc:
-        return str(exc)
-    config = next((c for c in configs if c.alias == args.alias), None)
-    if config is None:
-        return f"no server named {args.alias!r} in {args.config} (servers: {', '.join(c.alias for c in configs) or 'none'})"
+        return f"{args.config}: {exc}" if exc.key else str(exc)
+    if not configs:
+        return f"{args.config}: {args.alias!r} is disabled (\"disabled\": true)"
+    config = configs[0]
     if config.url is None:
         return f"{args.alias!r} is a stdio server; only remote servers (httpUrl, url) sign in"
     return config
@@ -396,8 +397,7 @@ def login_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130
-    if failures:
-        print(f"error: {failures[0]}", file=sys.stderr)
+    if failures:  # the bridge has reported it, once
         return 1
     if not store.has_tokens():
         print(f"{args.alias}: the server did not ask for a sign-in; nothing was stored", file=sys.stderr)

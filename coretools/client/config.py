@@ -99,8 +99,10 @@ class ServerConfig:
         return f"{self.transport} {self.url}"
 
 
-def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> list[ServerConfig]:
-    """Read and parse an ``mcp.json`` file."""
+def load_config(
+    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None, only: str | None = None
+) -> list[ServerConfig]:
+    """Read and parse an ``mcp.json`` file; ``only``: just the server of that alias (see :func:`parse_config`)."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -110,7 +112,7 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError("", f"{file} is not valid JSON: {exc}") from exc
-    return parse_config(data, environ=environ, workspace=_workspace_of(file))
+    return parse_config(data, environ=environ, workspace=_workspace_of(file), only=only)
 
 
 def parse_config(
@@ -118,8 +120,11 @@ def parse_config(
     *,
     environ: Mapping[str, str] | None = None,
     workspace: str | None = None,
+    only: str | None = None,
 ) -> list[ServerConfig]:
-    """Parse an already-decoded ``mcp.json`` document into server configs, in file order."""
+    """Parse an already-decoded ``mcp.json`` document into server configs, in file order. With ``only``,
+    just the server of that alias is parsed (``client login ALIAS`` must not fail on another server's unset
+    variable); an alias the file does not have is an error naming those it has."""
     if not isinstance(data, dict):
         raise ConfigError("", f"the top level must be a JSON object, got {_kind(data)}")
     has_mcp, has_vscode = "mcpServers" in data, "servers" in data
@@ -131,9 +136,13 @@ def parse_config(
     servers = data[root]
     if not isinstance(servers, dict):
         raise ConfigError(root, f"expected an object mapping aliases to servers, got {_kind(servers)}")
+    if only is not None and only not in servers:
+        raise ConfigError(root, f"no server named {only!r} (servers: {', '.join(servers) or 'none'})")
     expander = _Expander(os.environ if environ is None else environ, workspace)
     result: list[ServerConfig] = []
     for alias, entry in servers.items():
+        if only is not None and alias != only:
+            continue
         key = f"{root}.{alias}"
         if not alias:
             raise ConfigError(key, "the server alias must not be empty")

@@ -275,7 +275,7 @@ def test_each_problem_is_reported_once(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("dead: the server exited with code 3") == 1, done.stderr
     assert done.stderr.count("noisy: transport error") == 1, done.stderr
-    assert done.stderr.count("more than one server") == 1 and "echo (noisy, a)" in done.stderr, done.stderr
+    assert "more than one server" not in done.stderr, "prefixes keep shared tools apart: nothing to warn about"
 
 
 def test_chat_passes_the_servers_instructions_unless_told_not_to(tmp_path: Path, fake_gemini: FakeGemini) -> None:

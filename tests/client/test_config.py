@@ -131,3 +131,14 @@ def test_load_config_file_errors(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(ConfigError, match="not valid JSON"):
         load_config(bad)
+
+
+def test_only_one_server_is_read_when_asked() -> None:
+    """`client login ALIAS` reads ALIAS's entry alone: another's unset variable does not stop it."""
+    data = {"mcpServers": {"a": {"command": "x", "env": {"K": "${UNSET_FOR_ONLY}"}}, "b": {"httpUrl": "http://h/mcp"}}}
+    [server] = parse_config(data, environ={}, only="b")
+    assert server.alias == "b" and server.url == "http://h/mcp"
+    with pytest.raises(ConfigError, match="UNSET_FOR_ONLY"):
+        parse_config(data, environ={})
+    with pytest.raises(ConfigError, match=r"^mcpServers: no server named 'c' \(servers: a, b\)$"):
+        parse_config(data, environ={}, only="c")

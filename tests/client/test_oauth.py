@@ -287,16 +287,22 @@ def test_client_login_and_logout(urls: dict[str, str], tokens: Path, tmp_path: P
 
 
 def test_login_names_what_is_wrong(urls: dict[str, str], tokens: Path, tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"local": {"command": "true"}, "lost": {"httpUrl": mcp(urls, "lost")}})
+    """Only the named server's entry is read (another's unset variable is no concern of this sign-in), and
+    a failed sign-in is reported once."""
+    other = {"command": "true", "env": {"KEY": "${CORETOOLS_TEST_UNSET_VARIABLE}"}}
+    config = write_config(tmp_path, {"local": {"command": "true"}, "lost": {"httpUrl": mcp(urls, "lost")}, "other": other})
     log = tmp_path / "browser.log"
     done = cli("client", "login", "nope", "--config", str(config), tokens=tokens, log=log)
-    assert done.returncode == 2 and "no server named 'nope'" in done.stderr
+    assert done.returncode == 2 and "no server named 'nope' (servers: local, lost, other)" in done.stderr
     done = cli("client", "login", "local", "--config", str(config), tokens=tokens, log=log)
     assert done.returncode == 2 and "stdio server" in done.stderr
     done = cli("client", "login", "lost", "--config", str(config), tokens=tokens, log=log)
     assert done.returncode == 1
-    assert "authorization metadata could not be fetched from" in done.stderr
+    assert done.stderr.count("authorization metadata could not be fetched from") == 1, done.stderr
+    assert "CORETOOLS_TEST_UNSET_VARIABLE" not in done.stderr
     assert "Traceback" not in done.stderr
+    done = cli("client", "login", "other", "--config", str(config), tokens=tokens, log=log)
+    assert done.returncode == 2 and "mcpServers.other.env.KEY: environment variable CORETOOLS_TEST_UNSET_VARIABLE" in done.stderr
 
 
 def test_the_token_store_keeps_servers_apart(tmp_path: Path) -> None:
