@@ -134,10 +134,19 @@ class HttpServer:
         preexec_fn: Callable[[], None] | None = None,
         timeout: float = 30.0,
         command: list[str] | None = None,
+        forked: bool = False,
     ) -> HttpServer:
-        """Start a server on `roots` (or run `command`, which must start one) and wait for its URL."""
+        """Start a server on `roots` (or run `command`, which must start one) and wait for its URL. `forked`:
+        forked from a server that has imported coretools already (`server_fork`), for the tests that only
+        speak to it and signal it; its `pid` is then the launcher's, which stands in for it."""
+        argv = command or server_command(roots, *flags, probe=probe)
+        if forked:
+            import server_fork
+
+            assert argv[0] == sys.executable and preexec_fn is None, "a forked server runs this interpreter, as is"
+            argv = server_fork.command(argv[1:], server_env(env))
         proc = subprocess.Popen(
-            command or server_command(roots, *flags, probe=probe),
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -108,14 +108,24 @@ async def connect(roots: list[Path], mode: str, *extra: str, **client_kwargs) ->
         yield client
 
 
-def stdio_params(roots: list[Path], *extra: str, env: dict | None = None):
+def stdio_params(roots: list[Path], *extra: str, env: dict | None = None, forked: bool = False):
+    """`python -m coretools serve --root ... *extra` for the official stdio client. `forked`: the server is
+    forked from one that has imported coretools already (`server_fork`), for the tests that only speak to
+    it; a test that looks at the server's process (its PID, memory, parent) starts the interpreter."""
     from mcp import StdioServerParameters
+    from mcp.client.stdio import get_default_environment
 
     args = ["-m", "coretools", "serve"]
     for r in roots:
         args += ["--root", str(r)]
     merged = {"PYTHONPATH": str(REPO), **(env or {})}
-    return StdioServerParameters(command=sys.executable, args=[*args, *extra], env=merged, cwd=str(REPO))
+    argv = [*args, *extra]
+    if forked:
+        import server_fork
+
+        command, *argv = server_fork.command(argv, get_default_environment() | merged)
+        return StdioServerParameters(command=command, args=argv, env=merged, cwd=str(REPO))
+    return StdioServerParameters(command=sys.executable, args=argv, env=merged, cwd=str(REPO))
 
 
 def text_of(result) -> str:

@@ -1,0 +1,59 @@
+"""The fork server the suites start their servers from (`server_fork`): a forked server must mean what the
+interpreter started directly means, to the test and to the client alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import server_fork
+from http_harness import REPO, pid_alive, server_env
+
+REPORT = "import json, os, sys; print(json.dumps([sys.argv, sys.path[0], os.getcwd(), os.environ.get('MARK'), os.getppid(), sys.stdin.read()]))"
+
+
+def run(argv: list[str], env: dict[str, str], **options: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, env=env, cwd=str(REPO), capture_output=True, text=True, timeout=60, **options)  # type: ignore[call-overload]
+
+
+def test_a_forked_command_sees_what_the_interpreter_gives_it() -> None:
+    """Arguments, `sys.path[0]`, working directory, environment, stdin and stdout, exit code: as `python -c`,
+    but forked (its parent is the fork server, not the launcher)."""
+    env = server_env({"MARK": "forked"})
+    code = REPORT + "; sys.exit(3)"
+    direct = run([sys.executable, "-c", code, "a b", "c"], env, input="in\n")
+    forked = run(server_fork.command(["-c", code, "a b", "c"], env), env, input="in\n")
+    assert forked.returncode == direct.returncode == 3, (forked, direct)
+    *same, parent, stdin = json.loads(forked.stdout)
+    assert [*same, stdin] == [*json.loads(direct.stdout)[:4], "in\n"] and same[0] == ["-c", "a b", "c"], forked
+    assert parent != os.getpid(), "the command was not forked"
+
+
+def test_signals_reach_the_forked_command_and_its_end_is_the_launchers() -> None:
+    """SIGTERM to the launcher ends the command, and the launcher dies of it as the command did; SIGKILL,
+    which no launcher can pass on, ends the command too (the fork server sees its launcher go)."""
+    env = server_env()
+    code = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        launcher = subprocess.Popen(server_fork.command(["-c", code], env), env=env, stdout=subprocess.PIPE, text=True)
+        pid = int(launcher.stdout.readline())
+        assert pid != launcher.pid and pid_alive(pid)
+        launcher.send_signal(sig)
+        assert launcher.wait(30) == -sig
+        deadline = time.monotonic() + 10
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not pid_alive(pid), f"the forked command outlived its launcher's {sig!r}"
+
+
+def test_another_interpreter_setting_runs_the_interpreter_itself() -> None:
+    """A `PYTHON*` variable the fork server was not started with changes how an interpreter starts, so the
+    launcher runs the interpreter itself (its PID, its parent)."""
+    env = server_env()
+    argv = server_fork.command(["-c", "import os, sys; print(os.getppid(), sys.flags.dont_write_bytecode)"], env)
+    done = run(argv, {**env, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0 and done.stdout.split() == [str(os.getpid()), "1"], done
