@@ -409,7 +409,7 @@ async def _fan_out(client: Client, count: int, seconds: float) -> list:
 
 @pytest.mark.parametrize("count", [20, 40])
 async def test_concurrent_calls_over_stdio_are_all_answered(tmp_path: Path, mode: str, count: int) -> None:
-    async with Client(stdio_params([tmp_path], *limit_flags(mode, 4)), mode=mode) as client:
+    async with Client(stdio_params([tmp_path], *limit_flags(mode, 4), forked=True), mode=mode) as client:
         started = time.monotonic()
         results = await _fan_out(client, count, 0.3)
         elapsed = time.monotonic() - started
@@ -422,7 +422,7 @@ async def test_concurrent_calls_over_stdio_are_all_answered(tmp_path: Path, mode
 
 
 async def test_default_limits_answer_forty_concurrent_calls_over_stdio(tmp_path: Path, mode: str) -> None:
-    async with Client(stdio_params([tmp_path]), mode=mode) as client:
+    async with Client(stdio_params([tmp_path], forked=True), mode=mode) as client:
         results = await _fan_out(client, 40, 0.2)
     assert not [r for r in results if r.is_error]
 
@@ -438,7 +438,7 @@ async def test_waiting_calls_get_their_queue_position_as_progress_over_stdio(tmp
         args = hold_args(tmp_path / "go", str(i)) if i < 2 else sleep_args(0.3, str(i))
         await client.call_tool("run_shell_command", args, progress_callback=progress if i % 2 else None)
 
-    async with Client(stdio_params([tmp_path], *limit_flags(mode, 2)), mode=mode) as client:
+    async with Client(stdio_params([tmp_path], *limit_flags(mode, 2), forked=True), mode=mode) as client:
         async with anyio.create_task_group() as tg:
             for i in range(12):
                 tg.start_soon(call, client, i)
@@ -460,7 +460,7 @@ async def test_waiting_calls_get_their_queue_position_as_progress_over_stdio(tmp
 
 async def test_full_queue_and_timed_out_wait_over_stdio(tmp_path: Path, mode: str) -> None:
     flags = (*limit_flags(mode, 1), "--max-session-queued-calls", "2", "--max-queued-calls", "2")
-    async with Client(stdio_params([tmp_path], *flags, "--queue-timeout", "0.5"), mode=mode) as client:
+    async with Client(stdio_params([tmp_path], *flags, "--queue-timeout", "0.5", forked=True), mode=mode) as client:
         results: dict[str, object] = {}
 
         async def one(name: str, seconds: float) -> None:
@@ -488,7 +488,7 @@ async def test_cancelled_waiters_over_stdio_never_run_and_free_their_places(tmp_
     flags = (*limit_flags(mode, 1), "--max-session-queued-calls", "10", "--max-queued-calls", "10")
     markers = tmp_path / "markers"
     markers.mkdir()
-    async with Client(stdio_params([tmp_path], *flags), mode=mode) as client:
+    async with Client(stdio_params([tmp_path], *flags, forked=True), mode=mode) as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "run_shell_command", sleep_args(1.5, "held"))
             await anyio.sleep(0.3)
@@ -521,7 +521,7 @@ async def test_sessions_share_the_server_fairly_over_http(tmp_path: Path) -> Non
     of A's but take turns with them."""
     finished: dict[str, float] = {}
     # both sessions come from 127.0.0.1, one client: it runs 2 calls at once, all of 3 but the one kept back
-    with HttpServer.start([tmp_path], "--max-calls", "3", "--max-session-calls", "16") as server:
+    with HttpServer.start([tmp_path], "--max-calls", "3", "--max-session-calls", "16", forked=True) as server:
         async with http_client(server.url) as first, http_client(server.url) as second:
             started = time.monotonic()
 
