@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import resource
 import subprocess
 import sys
 import threading
@@ -444,16 +445,18 @@ def test_replace_in_a_file_with_mixed_line_endings_is_linear(tmp_path: Path) -> 
     root.mkdir()
     (root / "m.txt").write_bytes(b"x\r\n" + b"a\n" * 500_000)
     args = json.dumps({"file_path": "m.txt", "old_string": "a\n" * 2000 + "b", "new_string": "c"})
-    start = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         done = subprocess.run([sys.executable, "-m", "coretools", "call", "--root", str(root), "replace", "-"],
                               input=args, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
-                              cwd=str(REPO), timeout=20)
+                              cwd=str(REPO), timeout=60)
     except subprocess.TimeoutExpired:
-        pytest.fail("replace took more than 20 s")
-    log.info("mixed line endings: replace answered in %.2f s", time.monotonic() - start)
+        pytest.fail("replace took more than 60 s")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    log.info("mixed line endings: replace answered in %.2f CPU-s", cpu)
     assert done.returncode == 1 and "0 occurrences found" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
-    assert time.monotonic() - start < 10
+    assert cpu < 10, cpu  # CPU, not wall time: the machine may be shared
 
 
 async def test_a_lone_final_cr_in_a_large_mixed_file_is_refused_not_searched(root: Path) -> None:

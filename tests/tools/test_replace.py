@@ -116,6 +116,16 @@ async def test_zero_occurrences_fuzzy_line_suggestion(root: Path) -> None:
     assert "     2| listen_port = 8080" in msg
 
 
+async def test_zero_occurrences_of_a_block_shows_the_block_it_is_most_like(root: Path) -> None:
+    f = root / "m.py"
+    f.write_text("".join(f"def func_{i}(a, b):\n    total = a + b * {i}\n    return total - {i}\n\n" for i in range(30)))
+    wanted = "def func_17(alpha, beta):\n    totl = alpha + beta * 17 + 1\n    retrn totl - 17 + 2\n"
+    res = await replace(root, str(f), wanted, "x\n")
+    msg = text_of(res)
+    assert res.is_error and "the blocks most like old_string are:\nLines 69-71 (about " in msg, msg
+    assert "    69| def func_17(a, b):\n    70|     total = a + b * 17\n    71|     return total - 17" in msg
+
+
 async def test_zero_occurrences_nothing_similar(root: Path) -> None:
     (root / "f.txt").write_text("alpha\nbeta\n")
     res = await replace(root, "f.txt", "completely unrelated words here", "x")

@@ -12,6 +12,7 @@ from coretools.tools.textedit.codec import to_lf
 # (each candidate line's length times the probe's, summed). Past either, it reports from what it has seen.
 MAX_VOTES = 2_000_000
 MAX_FUZZY_WORK = 50_000_000
+MAX_FUZZY_CHECKS = 4_000_000  # (file line, needle line) pairs given difflib's quick filters
 CHECK_EVERY = 8192  # lines between cancellation checks
 
 
@@ -51,15 +52,38 @@ def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: i
         return "The most similar text in the file:\n" + "\n".join(parts)
     if count > fuzzy_max_lines:
         return ""
+    if len(keys) > 1:
+        return _similar_blocks(text, keys, width, count, shown_max, check)
     probe = max(keys, key=len)
-    scored = _fuzzy(text, probe, check)
+    scored = _fuzzy(text, {probe: [0]}, check)
     if not scored:
         return ""
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    top = [i for _, i in scored[:shown_max]]
+    top = sorted(scored, key=lambda start: (-scored[start], start))[:shown_max]
     shown = _lines_in(text, [(i, i + 1) for i in top])
     parts = [_numbered(shown, i, i + 1) for i in top]
     return f"No line matches exactly; the lines most similar to {_short(probe)!r} are:\n" + "\n".join(parts)
+
+
+def _similar_blocks(text: str, keys: dict[str, list[int]], width: int, count: int, shown_max: int,
+                    check: Callable[[], None] | None) -> str:
+    """For a needle of several lines none of which the file has: the blocks of the file whose lines, taken
+    together, are most like the needle's (each needle line's close lines vote for an alignment with their
+    similarity), so the model sees the block it meant, not lines like one of its lines."""
+    scored = _fuzzy(text, keys, check)
+    if not scored:
+        return ""
+    picked: list[int] = []
+    for start in sorted(scored, key=lambda start: (-scored[start], start)):
+        if all(abs(start - p) >= width for p in picked):
+            picked.append(start)
+        if len(picked) == shown_max:
+            break
+    total = sum(len(v) for v in keys.values())
+    ranges = [(max(start, 0), min(start + width, count)) for start in picked]
+    shown = _lines_in(text, ranges)
+    parts = [f"Lines {lo + 1}-{hi} (about {_pct(scored[start] / total)} like your lines):\n" + _numbered(shown, lo, hi)
+             for start, (lo, hi) in zip(picked, ranges)]
+    return "No line matches exactly; the blocks most like old_string are:\n" + "\n".join(parts)
 
 
 def _votes(text: str, keys: dict[str, list[int]], check: Callable[[], None] | None) -> dict[int, int]:
@@ -80,27 +104,43 @@ def _votes(text: str, keys: dict[str, list[int]], check: Callable[[], None] | No
     return votes
 
 
-def _fuzzy(text: str, probe: str, check: Callable[[], None] | None) -> list[tuple[float, int]]:
-    """(similarity, line index) of the lines close to `probe` (difflib ratio of at least 0.6)."""
-    matcher = difflib.SequenceMatcher(autojunk=False)
-    matcher.set_seq2(probe)
-    scored: list[tuple[float, int]] = []
+def _fuzzy(text: str, probes: dict[str, list[int]], check: Callable[[], None] | None) -> dict[int, float]:
+    """Alignments of the needle with the file, scored: each file line close to a probe (a needle line; difflib
+    ratio of at least 0.6) adds its similarity to the alignment that puts that probe on it (file line i, needle
+    line k: alignment i - k). All probes share one budget of work (MAX_FUZZY_WORK, MAX_FUZZY_CHECKS); past it,
+    the scores are those of the lines seen."""
+    matchers = []
+    for probe, at in probes.items():
+        matcher = difflib.SequenceMatcher(autojunk=False)
+        matcher.set_seq2(probe)
+        matchers.append((matcher, len(probe), at))
+    scored: dict[int, float] = {}
     left = MAX_FUZZY_WORK
+    pairs = MAX_FUZZY_CHECKS
     for i, line in enumerate(_lines_lazily(text)):
         if check is not None and not i % CHECK_EVERY:
             check()
         cand = line.strip()
         if not cand:
             continue
-        matcher.set_seq1(cand)
-        if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
-            left -= len(cand) * len(probe)
-            if left < 0:
-                break
-            ratio = matcher.ratio()
-            if ratio >= 0.6:
-                scored.append((ratio, i))
+        pairs -= len(matchers)
+        if pairs < 0:
+            return scored
+        for matcher, size, at in matchers:
+            matcher.set_seq1(cand)
+            if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
+                left -= len(cand) * size
+                if left < 0:
+                    return scored
+                ratio = matcher.ratio()
+                if ratio >= 0.6:
+                    for k in at:
+                        scored[i - k] = scored.get(i - k, 0.0) + ratio
     return scored
+
+
+def _pct(value: float) -> str:
+    return f"{min(value, 1.0) * 100:.0f}%"
 
 
 def _lines_lazily(text: str, block: int = 1 << 20) -> Iterator[str]:
