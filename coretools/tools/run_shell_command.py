@@ -47,6 +47,11 @@ from coretools.tools.process_options import ProcessOptions
 
 MAX_SHOWN_CHARS = 30_000  # per stream; the rest is in a saved file
 DEFAULT_DELAY_MS = 200  # Gemini CLI's wait before a command is backgrounded
+TERMINAL_NOTE = (
+    "It runs in a terminal (--background-tty): its log holds the lines that left the screen, as text. Where this "
+    "server publishes them, read_background_output shows what is new and the screen, write_background_input "
+    "answers its prompts, stop_background_process stops it.\n"
+)
 MAX_DELAY_MS = 60_000
 logger = logging.getLogger("coretools")
 
@@ -399,6 +404,7 @@ class RunShellCommand(Tool):
             f"Command is running in background. PID: {job.pid}. Process Group PGID: {job.pgid}. Its output "
             f"(stdout and stderr together) goes to {job.log_path}, which read_file can read; the log grows while "
             f"it runs and ends with how it exited. {stop}\n"
+            + (TERMINAL_NOTE if job.terminal is not None else "")
             + (f"Initial output:\n{shown}" if shown else "No output yet.")
         )
         structured = {

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.processes import PID_SCHEMA, as_dict, find, signal_number, status, tail
+from coretools.tools.processes import as_dict, find, signal_number, status, tail
 
 GRACE = 2.0
 SIGNALS = ("TERM", "INT", "HUP", "QUIT", "KILL")

@@ -15,7 +15,7 @@ import anyio
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult
-from coretools.tools.processes import MAX_DELAY_MS, PID_SCHEMA, find, reading, settle
+from coretools.tools.processes import MAX_DELAY_MS, find, reading, settle
 
 MAX_INPUT_CHARS = 64 * 1024
 DEFAULT_DELAY_MS = 1000

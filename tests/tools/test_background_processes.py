@@ -118,6 +118,7 @@ async def test_a_dev_server_is_followed_line_by_line_and_stopped(server: HttpSer
         text, info = await call(client, "run_shell_command", command='i=0; while true; do i=$((i+1)); echo "tick $i"; '
                                 'sleep 0.05; done', is_background=True, delay_ms=300)  # fmt: skip
         pid = info["pid"]
+        assert "It runs in a terminal (--background-tty)" in text
         ticks = [int(n) for n in re.findall(r"^tick (\d+)$", text, re.M)]  # the first ones come with the start
         with anyio.fail_after(30):
             while len(ticks) < 70:  # more than a screen (30 rows): lines scroll into the log meanwhile
