@@ -470,6 +470,7 @@ class BackgroundJobs:
         self._finished: dict[int, BackgroundJob] = {}
         self._lock = threading.Lock()
         self._reserved = 0
+        self._closed = False  # its owner closed it: nothing more is kept or found
 
     def running(self) -> list[BackgroundJob]:
         with self._lock:
@@ -480,13 +481,15 @@ class BackgroundJobs:
         with self._lock:
             self._expire()
             jobs = [job for job in (*self._jobs.values(), *self._finished.values()) if not job.reported]
+            if self._closed:
+                return []
             return sorted(jobs, key=lambda job: job.started)
 
     def find(self, pid: int) -> BackgroundJob | None:
         with self._lock:
             self._expire()
             job = self._jobs.get(pid) or self._finished.get(pid)
-            return None if job is None or job.reported else job
+            return None if job is None or job.reported or self._closed else job
 
     def start(self, spec: RunSpec, *, cwd_fd: int | None = None, label: str = "",
               epilogue: Callable[[], str] | None = None) -> BackgroundJob:  # fmt: skip
@@ -539,7 +542,7 @@ class BackgroundJobs:
     def _forget(self, job: BackgroundJob) -> None:
         with self._lock:
             self._jobs.pop(job.pid, None)
-            if not job.reported:
+            if not job.reported and not self._closed:
                 self._finished[job.pid] = job
             while len(self._finished) > FINISHED_KEPT:
                 del self._finished[next(iter(self._finished))]
@@ -554,21 +557,23 @@ class BackgroundJobs:
 
     def kill_all(self) -> None:
         """SIGKILL every job at once (its session ended without a chance to wait)."""
+        with self._lock:
+            self._closed = True
+            self._finished.clear()
         for job in self.running():
             job.kill_now("shutdown")
-        with self._lock:
-            self._finished.clear()
 
     async def aclose(self) -> None:
         """Stop every job (the log says the server shut down) and wait for their threads, briefly."""
+        with self._lock:
+            self._closed = True
+            self._finished.clear()
         jobs = self.running()
         for job in jobs:
             job.stop("shutdown")
         end = time.monotonic() + DEFAULT_KILL_GRACE + 2
         for job in jobs:
             await anyio.to_thread.run_sync(job.join, max(end - time.monotonic(), 0.0))
-        with self._lock:
-            self._finished.clear()
 
 
 class SessionJobs:

@@ -263,5 +263,7 @@ async def test_idle_server_wide_and_finished_bounds(tmp_path: Path) -> None:
             await eventually(job.done.is_set)
         assert len(jobs.every()) == FINISHED_KEPT  # the oldest records go first
         assert idle not in jobs.every()
+        await jobs.aclose()  # its session ended: no record is left to find
+        assert jobs.every() == [] and jobs.find(job.pid) is None
     finally:
         await runner.aclose()
