@@ -256,6 +256,26 @@ def _hunks(old: str, new: str, groups: list[list[Span]], context: int, width: in
 
 def _marked(text: str, a: int, b: int, mark: str, number: int, width: int) -> Iterator[str]:
     """The lines of text[a:b], each `mark`, number (blank when 0), `|`, text; long lines cut short."""
+    if a >= b:
+        return
+    segment = text[a:b]
+    lines = segment.split("\n")
+    if segment.endswith("\n"):
+        lines.pop()
+    if "\r" not in segment and max(map(len, lines)) <= MAX_SHOWN_LINE:  # the usual case, one pass in C each
+        if number:
+            yield from [f"{mark}{str(n).rjust(width)}|{line}" for n, line in enumerate(lines, number)]
+        else:
+            blank = mark + " " * width + "|"
+            yield from [blank + line for line in lines]
+        if not segment.endswith("\n") and b == len(text):
+            yield "\\ No newline at end of file"
+        return
+    yield from _marked_lines(text, a, b, mark, number, width)
+
+
+def _marked_lines(text: str, a: int, b: int, mark: str, number: int, width: int) -> Iterator[str]:
+    """`_marked`, line by line: long lines are cut short and a line's final carriage return is not shown."""
     pos = a
     while pos < b:
         nxt = text.find("\n", pos, b)
