@@ -69,6 +69,10 @@ APIS = ("gemini", "openai")
 ELICITATION_POLICIES = ("ask", "decline", "defaults")
 SIGN_IN_POLICIES = ("auto", "always", "never")
 PROTOCOLS = ("legacy", "auto", "2026-07-28")
+RESULT_LINES = 12
+"""How many lines of a tool result `chat` shows unless ``--full-results``."""
+RESULT_WIDTH = 200
+"""The longest line of a tool result `chat` shows unless ``--full-results``; a longer one is cut."""
 EXIT_CLOSED_PIPE = 141
 """128 + SIGPIPE, what a shell reports for a command whose reader went away."""
 
@@ -165,6 +169,12 @@ def register(subparsers: Any) -> None:
     chat.add_argument("--max-turns", type=int, default=20, help="model requests per question (default 20)")
     chat.add_argument("--no-stream", action="store_true", help="use generateContent instead of SSE streaming")
     chat.add_argument("--yes", action="store_true", help="run tools of untrusted servers without asking")
+    chat.add_argument(
+        "--full-results",
+        action="store_true",
+        help=f"show each tool result whole (default: its first {RESULT_LINES} lines: an edit's note and diff, the "
+        "start of an output)",
+    )
     chat.set_defaults(func=quiet_on_closed_pipe(chat_command))
 
 
@@ -297,9 +307,7 @@ def chat_command(args: argparse.Namespace) -> int:
         elif kind == "tool_call":
             print(f"\n> {payload.get('name')} {json.dumps(payload.get('args') or {}, ensure_ascii=False)}", file=sys.stderr, flush=True)
         elif kind == "tool_result":
-            response = payload["functionResponse"]["response"]
-            status = "error: " + str(response["error"]) if "error" in response else "ok"
-            print(f"< {payload['functionResponse']['name']}: {status[:200]}", file=sys.stderr, flush=True)
+            print(result_view(payload["functionResponse"], full=args.full_results), file=sys.stderr, flush=True)
 
     async def ask(bridge: Bridge, history: list[dict[str, Any]], style: str) -> RunResult:
         options: dict[str, Any] = {"max_turns": args.max_turns, "tool_style": style, "on_event": on_event}
@@ -350,6 +358,24 @@ def chat_command(args: argparse.Namespace) -> int:
             history = result.contents
 
     return _run_with_bridge(args, body)
+
+
+def result_view(response: dict[str, Any], *, full: bool = False) -> str:
+    """A tool result as `chat` shows it: ``< NAME: ok`` (or ``error``), then the text the model got, indented:
+    whole with ``full``, else its first :data:`RESULT_LINES` lines, each cut at :data:`RESULT_WIDTH`
+    characters (an edit's note and diff, the start of an output), and how much was left out."""
+    body = response.get("response") or {}
+    failed = "error" in body
+    value = body.get("error") if failed else body.get("output")
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+    lines = text.splitlines() if value is not None else []
+    shown = lines if full else [line if len(line) <= RESULT_WIDTH else line[:RESULT_WIDTH] + " …" for line in lines[:RESULT_LINES]]
+    view = [f"< {response.get('name')}: {'error' if failed else 'ok'}", *(f"  {line}" for line in shown)]
+    if len(lines) > len(shown):
+        view.append(f"  … {len(lines) - len(shown)} more lines (--full-results shows them)")
+    if response.get("parts"):
+        view.append(f"  [{len(response['parts'])} attachment(s)]")
+    return "\n".join(view)
 
 
 class _LineReader:

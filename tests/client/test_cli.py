@@ -209,6 +209,38 @@ def test_chat_session_with_tools_and_history(tmp_path: Path, fake_gemini: FakeGe
     assert '> a__echo {"text": "hello"}' in done.stderr and "< a__echo: ok" in done.stderr
 
 
+def test_chat_shows_a_compact_view_of_each_result(tmp_path: Path, fake_gemini: FakeGemini) -> None:
+    """Each tool result's first lines (an edit's note and diff, the start of an output), not just "ok"; the
+    rest counted, and all of it with --full-results. The model gets the whole result either way."""
+    config = write_config(tmp_path, {"a": toy("a")})
+    text = "\n".join(f"line {i}" for i in range(1, 31))
+    call = lambda request: [[{"functionCall": {"name": "echo", "args": {"text": text}}, "thoughtSignature": fake_gemini.new_signature()}]]  # noqa: E731
+    whole = lambda request: (check(request.last_responses()[0]["response"] == {"output": f"a: {text}"}, "whole"), [[{"text": "ok"}]])[1]  # noqa: E731
+    for extra in ([], ["--full-results"]):
+        fake_gemini.script(call, whole)
+        done = cli("chat", "--config", str(config), "--model", "gemini-2.5-flash", "--yes", *extra, stdin="go\n",
+                   env=chat_env(fake_gemini))  # fmt: skip
+        assert done.returncode == 0 and fake_gemini.errors == [], done.stderr
+        assert "< echo: ok\n  a: line 1\n  line 2\n" in done.stderr, done.stderr
+        if extra:
+            assert "  line 30\n" in done.stderr and "more lines" not in done.stderr
+        else:
+            assert "  line 12\n  … 18 more lines (--full-results shows them)\n" in done.stderr
+            assert "  line 13\n" not in done.stderr
+
+
+def test_result_view_of_errors_values_and_long_lines() -> None:
+    from coretools.client.cli import RESULT_WIDTH, result_view
+
+    assert result_view({"name": "t", "response": {"error": "it failed: because"}}) == "< t: error\n  it failed: because"
+    assert result_view({"name": "t", "response": {"output": {"sum": 3}}}) == '< t: ok\n  {\n    "sum": 3\n  }'
+    long = result_view({"name": "t", "response": {"output": "x" * 500}})
+    assert long == f"< t: ok\n  {'x' * RESULT_WIDTH} …"
+    assert result_view({"name": "t", "response": {"output": "x" * 500}}, full=True) == f"< t: ok\n  {'x' * 500}"
+    media = {"name": "t", "response": {"output": "see"}, "parts": [{"inlineData": {"mimeType": "image/png"}}]}
+    assert result_view(media) == "< t: ok\n  see\n  [1 attachment(s)]"
+
+
 @pytest.mark.parametrize(("reply", "expected"), [("y", {"output": "a: hi"}), ("n", {"error": "the user declined to run this tool"})])
 def test_chat_asks_before_running_untrusted_tools(tmp_path: Path, fake_gemini: FakeGemini, reply: str, expected: dict) -> None:
     config = write_config(tmp_path, {"a": toy("a")})
