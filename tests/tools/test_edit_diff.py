@@ -7,6 +7,8 @@ import codecs
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import call_tool, text_of
 
@@ -98,3 +100,22 @@ async def test_lines_old_string_kept_are_context_not_changes(root: Path) -> None
     text = text_of(result)
     assert " 2|    if name:" in text
     assert _changed(text) == ['- |        return "hi " + name', '+3|        return f"hi {name}"']
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "\n", "\r", "bcd", "x" * 30, "\r\n", "é"]), max_size=60),
+    st.integers(0, 200), st.integers(0, 200), st.sampled_from([" ", "-", "+"]), st.integers(0, 5), st.integers(1, 40),
+)
+def test_marked_lines_in_one_pass_are_the_lines_one_by_one(parts, a, b, mark, number, shown_max) -> None:  # noqa: ANN001
+    from coretools.tools.textedit import diff
+
+    text = "".join(parts)
+    a = min(a, len(text))
+    b = min(max(a, b), len(text))
+    real = diff.MAX_SHOWN_LINE
+    diff.MAX_SHOWN_LINE = shown_max
+    try:
+        assert list(diff._marked(text, a, b, mark, number, 3)) == list(diff._marked_lines(text, a, b, mark, number, 3))
+    finally:
+        diff.MAX_SHOWN_LINE = real
