@@ -224,7 +224,7 @@ def status(job: BackgroundJob) -> str:
         how = f"was ended by signal {job.signal}"
     else:
         how = "is running" + (" in a terminal" if job.terminal is not None else "")
-    return f"Background process {job.pid} (`{job.label[:200]}`) {how}."
+    return f"Background process {job.pid} (`{shorten_command(job.label)}`) {how}."
 
 
 def footer(job: BackgroundJob) -> str:

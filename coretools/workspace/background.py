@@ -172,11 +172,11 @@ class BackgroundJob:
             self.initial = bytearray()
             self.stdout.data, self.stderr.data = bytearray(), bytearray()
         shot = self.snapshot()
+        self.read_mark = self.log_size
         if shot is not None:
             text += "\n".join(shot.lines)
-            self.shown_line = shot.scrolled + shot.cursor_row
-            self.read_line = shot.scrolled
-        self.read_mark = self.log_size
+            self.shown_line, self.read_line = shot.scrolled + shot.cursor_row, shot.scrolled
+            self.read_mark = shot.log_size
         return text
 
     def outcome(self) -> Outcome:
