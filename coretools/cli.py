@@ -515,7 +515,7 @@ def _parse_serve(argv: list[str]) -> tuple[argparse.Namespace | None, str | None
             return _serve_parser().parse_args(["serve", *argv]), None
     except SystemExit:
         lines = said.getvalue().strip().splitlines()
-        return None, (lines[-1].split(": error: ", 1)[-1] if lines else "they ask for help, not the server")
+        return None, (lines[-1].split(": error: ", 1)[-1] if lines else "they print and exit (--help, --version), not serve")
 
 
 _SERVE_PARSERS: list[argparse.ArgumentParser] = []

@@ -372,7 +372,7 @@ def hosts(parse_serve: ParseServe, files: list[HostFile] | None = None) -> list[
             continue
         for key, entry in server_entries(data, spec):
             launch = _launch(entry)
-            if launch is None:
+            if launch is None or entry.get("disabled") is True:
                 continue
             command, args = launch
             serve_args = _serve_args(command, args)
@@ -464,9 +464,14 @@ def entry_findings(
     elif not os.access(expanded, os.X_OK):
         found.append(Finding(ERROR, topic, f"command {expanded} is not executable", f"chmod +x {expanded}"))
     launcher = os.path.basename(expanded or command)
-    if launcher == "uvx" or args[:2] == ["tool", "run"]:
-        before = args[: len(args) - len(serve_args)]
-        if "--from" not in before:
+    before = args[: len(args) - len(serve_args)]
+    if launcher == "uv" and before[:1] == ["run"] and not _has_option(before, "--directory", "--project") \
+            and not entry.get("cwd"):
+        found.append(Finding(WARNING, topic, "uv run without --directory runs in the directory the host starts it "
+                             "in, where there is no coretools project", f"add \"--directory\", \"/path/to/clone\" "
+                             f"after \"run\" in {where}, or use the installed command"))  # fmt: skip
+    if launcher == "uvx" or before[:2] == ["tool", "run"]:
+        if not _has_option(before, "--from"):
             found.append(Finding(ERROR, topic, "uvx without --from looks coretools-mcp up in the package registry, "
                                  "where it is not published", f"add \"--from\", \"/path/to/clone\" before "
                                  f"{before[-1] if before else 'coretools-mcp'} in {where}, or use the installed "
@@ -484,11 +489,16 @@ def entry_findings(
     cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
     roots = [os.path.join(cwd, r) if cwd and not os.path.isabs(r) else r
              for r in namespace.roots if not VARIABLE.search(r)]  # fmt: skip
-    found += root_findings(topic, roots, allow_broad=namespace.allow_broad_root,
-                           allow_protected=namespace.allow_protected, explicit=False, where=where)  # fmt: skip
+    if roots or not namespace.roots:  # (roots the host fills in are not checked; said above)
+        found += root_findings(topic, roots, allow_broad=namespace.allow_broad_root,
+                               allow_protected=namespace.allow_protected, explicit=False, where=where)  # fmt: skip
     if not [f for f in found if f.level in (WARNING, ERROR)]:
-        found = [Finding(OK, topic, f"runs {' '.join([command, *args])}")]
+        found = [*(f for f in found if f.level == INFO), Finding(OK, topic, f"runs {' '.join([command, *args])}")]
     return found
+
+
+def _has_option(args: list[str], *names: str) -> bool:
+    return any(a in names or a.split("=", 1)[0] in names for a in args)
 
 
 def _expand(text: str, spec: HostFile) -> str | None:

@@ -249,8 +249,16 @@ def test_host_entries_run_through_uv_and_python(setup: dict[str, Path], capsys: 
         "a": {"command": str(uvx), "args": ["--from", "/clone/coretools", "coretools-mcp", "--root", str(project)]},
         "b": {"command": str(python), "args": ["-m", "coretools", "tools", "--root", str(project)]},
         "c": {"command": str(uvx), "args": ["--from", "/clone", "coretools-mcp", "--root", "relative/dir"]},
+        "d": {"command": str(executable(home / "bin/uv")), "args": ["run", "coretools-mcp", "--root", str(project)]},
+        "e": {"command": "/gone", "args": ["-m", "coretools"], "disabled": True},
     }})
+    write(setup["config"] / "Code/User/mcp.json", {"servers": {"ct": {"command": str(python),
+          "args": ["-m", "coretools", "--root", "${workspaceFolder}"]}}})  # fmt: skip
     code, out = run_doctor(capsys, "--root", str(project))
+    assert "mcpServers.d: uv run without --directory" in out
+    assert "mcpServers.e" not in out  # a disabled entry is not started
+    assert "Code/User/mcp.json servers.ct: arguments ${workspaceFolder} name variables the host fills in" in out
+    assert "servers.ct: no --root" not in out
     assert f"ok       Cursor ~/.cursor/mcp.json mcpServers.a: runs {uvx} --from /clone/coretools" in out
     assert "mcpServers.b: its arguments do not parse: they run `coretools-mcp tools`, not the server" in out
     assert "mcpServers.c: root relative/dir is relative" in out
