@@ -99,6 +99,28 @@ def test_hunks_land_literally_then_by_the_near_miss_rules_never_between_two() ->
     assert grammar.apply_hunks(twice, op.hunks, "t.py")[0] == "if a:\n    x = 1\nif b:\n    x = 2\n"
 
 
+def test_a_hunk_that_changes_indentation_keeps_it_when_only_its_context_slipped() -> None:
+    """The removed lines are the file's as written, the context lines carry tabs: the added lines are in the
+    file's own indentation and land as written (re-basing them would undo the hunk's change)."""
+    text = "Screen\n\n    .. attribute:: buffer\n\n   .. attribute:: dirty\n\n      A set of lines.\n"
+    [op] = grammar.parse(patch("*** Update File: a.rst", "@@", " \t.. attribute:: buffer", " ",
+                               "-   .. attribute:: dirty", "+    .. attribute:: dirty", " ",
+                               "-      A set of lines.", "+       A set of lines."))  # fmt: skip
+    new, [placed] = grammar.apply_hunks(text, op.hunks, "a.rst")
+    assert placed.rule == "indentation"
+    assert new == "Screen\n\n    .. attribute:: buffer\n\n    .. attribute:: dirty\n\n       A set of lines.\n"
+
+
+def test_added_lines_where_blank_lines_were_left_out_are_refused_not_placed_by_guess() -> None:
+    """`x` between `a` and `b`, whose blank line the patch left out, could go before or after it."""
+    [op] = grammar.parse(patch("*** Update File: t.md", "@@", " a", "+x", " b"))
+    with pytest.raises(ToolError) as refused:
+        grammar.apply_hunks("a\n\nb\n", op.hunks, "t.md")
+    assert "either side" in refused.value.message
+    [op] = grammar.parse(patch("*** Update File: t.md", "@@", " a", "-b", "+x", " c"))
+    assert grammar.apply_hunks("a\n\nb\nc\n", op.hunks, "t.md")[0] == "a\n\nx\nc\n"
+
+
 def test_the_default_set_is_unchanged_and_tools_publishes_it(root: Path) -> None:
     plain = ToolSet(make_config([root]))
     assert "apply_patch" not in plain.names and "--tools" in plain.unavailable["apply_patch"]

@@ -294,7 +294,7 @@ def place(doc: _Doc, hunk: Hunk, at: int) -> Placed:
         raise _NotFound(_missing(lines, hunk, at, text))
     start, rule = found
     window = lines[start:start + len(old)]
-    if rule == "indentation":
+    if rule == "indentation" and not _removed_as_written(hunk, window):
         try:
             return Placed(start, len(old), merge_lines(old, new, window, text), rule)
         except AmbiguousIndentation:
@@ -302,6 +302,13 @@ def place(doc: _Doc, hunk: Hunk, at: int) -> Placed:
                            "indentation, and the added lines fit two indentations equally well; send the hunk "
                            "with the file's indentation.") from None
     return Placed(start, len(old), _with_context(hunk, window), rule)
+
+
+def _removed_as_written(hunk: Hunk, window: list[str]) -> bool:
+    """Whether the hunk's removed lines (it has some) are the file's lines as they are, trailing whitespace
+    aside: then only its context lines differ in indentation, and its added lines are in the file's own."""
+    removed = [(text, line) for (mark, text), line in zip([o for o in hunk.ops if o[0] != "+"], window) if mark == "-"]
+    return any(text.strip() for text, _ in removed) and all(text.rstrip() == line.rstrip() for text, line in removed)
 
 
 def _with_context(hunk: Hunk, window: list[str]) -> list[str]:
@@ -349,22 +356,33 @@ def _seek(doc: _Doc, pattern: list[str], at: int, at_end: bool, what: str) -> tu
 def _without_blanks(lines: list[str], hunk: Hunk, at: int) -> Placed | None:
     """The hunk placed where its non-blank old lines match the file's non-blank lines (trailing whitespace
     aside) in order, the file having blank lines the patch left out or the other way round: the only such
-    place in reach. The file's blank lines stay; a blank line only the patch has is dropped."""
+    place in reach. The blank lines only the file has stay; a blank line only the patch has is dropped. Added
+    lines where the patch left out blank lines could go on either side of them, or straddle them: refused."""
     want = [t.rstrip() for t in hunk.old if t.strip()]
     if not want:
         return None
     index = [i for i in range(at, len(lines)) if lines[i].strip()]
     keys = [lines[i].rstrip() for i in index]
     n = len(want)
-    hits = [k for k in range(len(keys) - n + 1) if keys[k:k + n] == want]
+    hits = [k for k in range(len(keys) - n + 1) if keys[k] == want[0] and keys[k:k + n] == want]
     if len(hits) != 1:
         return None
     start, end = index[hits[0]], index[hits[0] + n - 1] + 1
     window, out, k = lines[start:end], [], 0
-    for mark, text in hunk.ops:
+    for j, (mark, text) in enumerate(hunk.ops):
         if mark == "+":
+            following = next((t for m, t in hunk.ops[j + 1:] if m != "+"), None)
+            if k < len(window) and not window[k].strip() and (following is None or following.strip()):
+                raise _NotFound(f"{hunk.title()}: its lines match lines {start + 1}-{end} only with blank lines the "
+                                "patch left out, next to its added lines, which could go on either side of them; "
+                                "send the hunk with the file's blank lines as context.")
             out.append(text)
-        elif text.strip():
+        elif not text.strip():
+            if k < len(window) and not window[k].strip():
+                if mark == " ":
+                    out.append(window[k])
+                k += 1
+        else:
             while not window[k].strip():
                 out.append(window[k])
                 k += 1
