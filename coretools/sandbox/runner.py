@@ -3,9 +3,10 @@ discovered tools) and for its own searches (ripgrep).
 
 Every run gets its own session and process group (one signal reaches the group; the members found from
 the kernel's process tree get it too, see `process_groups`), stdin from `/dev/null` (or a temp file holding
-the bytes the caller passes), the environment the caller built (`process_settings.child_env` for the
-shell), and bounds: a wall-clock timeout, an output cap, and for `run` an inactivity timeout. Two ways to consume
-a run:
+the bytes the caller passes; or, for `spawn` with `RunSpec.pty`, a new pseudo-terminal as all three
+streams, which `terminal_argv` makes the program's controlling terminal), the environment the caller
+built (`process_settings.child_env` for the shell), and bounds: a wall-clock timeout, an output cap, and for
+`run` an inactivity timeout. Two ways to consume a run:
 
 * `Runner.run` (async): output is kept as bytes (both streams share the cap), checked for binary content,
   decoded as UTF-8 with replacement, and streamed as text to an optional live callback. When a bound is

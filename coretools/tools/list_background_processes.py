@@ -1,10 +1,10 @@
 """list_background_processes: the background commands of the calling session, running and finished.
 
-Gemini CLI's tool of this name, with its (empty) parameters and its line per process (`- [PID n] STATE:
-`command``, the exit code or signal); each line here also gives the age, the output's true size and how
-much of it is unread, and whether the process runs in a terminal and probably waits for input. Only the
-calling session's processes are listed (`processes.session_jobs`); a finished one stays listed for a
-bounded time (`workspace.background.FINISHED_AGE`, at most `FINISHED_KEPT`).
+Gemini CLI's tool of this name (@google/gemini-cli-core 0.61.0), with its (empty) parameters and its line
+per process (`- [PID n] STATE: `command``, the exit code or signal); each line here also gives the age, the
+output's true size and how much of it is unread, and whether the process runs in a terminal and probably
+waits for input. Only the calling session's processes are listed (`processes.session_jobs`); a finished one
+stays listed for a bounded time (`workspace.background.FINISHED_AGE`, at most `FINISHED_KEPT`).
 """
 
 from __future__ import annotations

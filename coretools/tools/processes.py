@@ -228,8 +228,9 @@ def status(job: BackgroundJob) -> str:
 
 
 def footer(job: BackgroundJob) -> str:
+    scrolled = job.terminal is not None and not job.exited.is_set()
     notes = [f"[Output so far: {job.received:,} bytes written by the process; its log holds {job.log_size:,} bytes"
-             + (", lines that left the screen" if job.terminal is not None else "") + ".]"]
+             + (" (the lines that left the screen)" if scrolled else "") + ".]"]
     if job.waiting_for_input():
         notes.append("[The process is probably waiting for input: its last line looks like a prompt and it has "
                      "written nothing since. Answer with write_background_input.]")

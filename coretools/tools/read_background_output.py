@@ -1,10 +1,11 @@
 """read_background_output: what a background command wrote, incrementally, fitted to the result budget.
 
-Gemini CLI's tool of this name (and its parameters `pid`, `lines`, `delay_ms`) reads the tail of a
-background process's log. Here the same call without `lines` reads what is new since the session's last
-read, so a model following a dev server or a test watcher sees each line once; `lines` gives Gemini CLI's
-tail, `offset` any part of the log again. `delay_ms` waits for the next output (or the end) rather than
-sleeping it out. A command in a terminal (`--background-tty`) is read as its screen shows it.
+Gemini CLI's tool of this name (@google/gemini-cli-core 0.61.0: parameters `pid`, `lines`, `delay_ms`)
+reads the tail of a background process's log. Here the same call without `lines` reads what is new since
+the session's last read, so a model following a dev server or a test watcher sees each line once; `lines`
+gives Gemini CLI's tail, `offset` any part of the log again. `delay_ms` waits for the next output (or the
+end) rather than sleeping it out. A command in a terminal (`--background-tty`) is read as its screen shows
+it.
 """
 
 from __future__ import annotations

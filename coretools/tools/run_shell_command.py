@@ -15,6 +15,14 @@ and the spawn cannot send it elsewhere. Where `/proc` is missing (macOS), the ca
 checked directory is used instead, which leaves that small window open. With the bubblewrap sandbox,
 bwrap itself starts in the descriptor and is told to `--chdir` to the canonical path inside a namespace
 where only the roots are writable.
+
+Background commands in a terminal: `--background-tty` runs every `is_background` command with a new
+pseudo-terminal as stdin, stdout and stderr (`RunSpec.pty`, made its controlling terminal inside any sandbox
+by `terminal_argv`), so a program that prompts can be answered (write_background_input) and its screen read
+as text (`workspace.terminal`). It is a server option rather than a parameter: a `tty` parameter would change
+the schema Gemini CLI publishes for this tool, and a tool of its own to start such commands would repeat
+every check this one makes. Foreground commands keep /dev/null: nothing could answer them while the call
+runs.
 """
 
 from __future__ import annotations
