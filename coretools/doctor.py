@@ -17,6 +17,9 @@ would meet here:
   absolute path to an executable, do its arguments parse (the same parser, nothing started), do its roots
   pass the same root checks.
 
+Doctor reads host files and never runs what they name (a project's files come with the repository): their
+arguments are parsed, not served, and its output shows their control characters escaped.
+
 Nothing imports the CLI, so the CLI hands doctor its parser (`parse_serve`) and its configuration step
 (`config_of`). Doctor changes nothing: it creates no directory and starts no server; it binds the HTTP port
 for a moment, and closes it, to see that it is free. Its exit status is 1 when a finding is an error, else
@@ -45,6 +48,7 @@ PROGRAMS = ("coretools-mcp", "coretools")
 # uv's options that take a value before the program it runs (`uvx --from /clone coretools-mcp`).
 LAUNCHER_VALUE_OPTIONS = ("--from", "--with", "--directory", "--project", "--python", "-p", "-w", "--with-editable")
 VARIABLE = re.compile(r"\$\{([^}]*)\}")
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 ParseServe = Callable[[list[str]], "tuple[argparse.Namespace | None, str | None]"]
 ConfigOf = Callable[[argparse.Namespace], Any]
@@ -61,8 +65,10 @@ class Finding:
     fix: str = ""
 
     def line(self) -> str:
+        """The finding on one line, control characters shown escaped: a project's host file comes with the
+        repository, and its names and arguments must not move the cursor or colour the terminal."""
         fix = f" Fix: {self.fix}" if self.fix else ""
-        return f"{self.level:<7}  {self.topic}: {self.message}{fix}"
+        return CONTROL.sub(lambda m: repr(m.group(0))[1:-1], f"{self.level:<7}  {self.topic}: {self.message}{fix}")
 
 
 def run(args: argparse.Namespace, *, parse_serve: ParseServe, config_of: ConfigOf, out: TextIO | None = None) -> int:
@@ -78,6 +84,8 @@ def run(args: argparse.Namespace, *, parse_serve: ParseServe, config_of: ConfigO
 
 
 def diagnose(args: argparse.Namespace, *, parse_serve: ParseServe, config_of: ConfigOf) -> list[Finding]:
+    """Every finding, in the order of the module docstring. The checks past the roots get the usable roots
+    only: a bad root is reported once, by the roots' check."""
     roots = root_findings("roots", args.roots, allow_broad=args.allow_broad_root,
                           allow_protected=args.allow_protected, explicit=True)  # fmt: skip
     usable = [r for r in args.roots if _usable_root(r, args.allow_broad_root)]
@@ -120,8 +128,8 @@ def root_findings(
             try:
                 cwd = Workspace.check_root(os.getcwd(), allow_broad=allow_broad)
             except ConfigurationError as exc:
-                return [Finding(ERROR, topic, f"no --root, and the current directory cannot serve as one ({exc})",
-                                "pass --root /path/to/project")]  # fmt: skip
+                return [Finding(WARNING, topic, f"no --root, and the current directory cannot serve as one ({exc}): "
+                                "a client without roots gets no workspace", "pass --root /path/to/project")]  # fmt: skip
             return [Finding(INFO, topic, f"no --root: the client's roots, else the current directory ({cwd})")]
         return [Finding(WARNING, topic, "no --root: the server takes the client's roots, else the directory the "
                         "host starts it in", f"add \"--root\", \"/path/to/project\" to the arguments{in_entry}")]

@@ -285,3 +285,30 @@ def test_doctor_is_a_listed_subcommand(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "doctor" in capsys.readouterr().out
+
+
+def test_a_project_host_file_cannot_reach_the_terminal(setup: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
+    """A repository's .mcp.json is the repository's to write: its names and arguments are shown with control
+    characters escaped (no cursor moves, no colours, no second line), and nothing it names is run."""
+    marker = setup["project"] / "ran"
+    write(setup["project"] / ".mcp.json", {"mcpServers": {"x\x1b[2J\nerror   fake": {
+        "command": "/usr/bin/coretools-mcp", "args": ["--discovery-command", f"touch {marker}", "--root", "\x1b[31m"]}}})
+    code, out = run_doctor(capsys, "--root", str(setup["project"]))
+    assert "\x1b" not in out and "\\x1b[2J\\nerror   fake" in out
+    assert not any(line.startswith("error   fake") for line in out.splitlines())
+    assert not marker.exists()
+
+
+def test_no_root_in_a_directory_that_cannot_serve_is_a_warning(setup: dict[str, Path], capsys: pytest.CaptureFixture,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Run from the home directory to check the host files: a server without --root still serves its
+    clients' roots, so this is worth a warning, not a failed check."""
+    monkeypatch.chdir(setup["home"])
+    code, out = run_doctor(capsys)
+    assert code == 0
+    assert any("roots: no --root, and the current directory cannot serve as one (refusing to serve the home "
+               "directory itself" in line and "Fix: pass --root /path/to/project" in line
+               for line in lines(out, "warning")), out  # fmt: skip
+    monkeypatch.chdir(setup["project"])
+    code, out = run_doctor(capsys)
+    assert f"info     roots: no --root: the client's roots, else the current directory ({setup['project']})" in out
