@@ -223,6 +223,12 @@ class RunShellCommand(Tool):
             if problem:
                 raise ConfigurationError(problem if problem.startswith("--") else f"--shell-sandbox: {problem}")
             self._warn_if_allowlist_is_not_a_boundary()
+            if self.policy.strict and self.options.background_tty:
+                logger.warning(
+                    "--background-tty with --allow-command: what write_background_input types into a background "
+                    "command is not checked by the allowlist, so an allowed program that reads commands (a shell, a "
+                    "REPL, an interactive installer) runs what is typed. The shell sandbox still bounds it."
+                )
             self.hint = self._hint_with_sandbox()
 
     def _hint_with_sandbox(self) -> str:

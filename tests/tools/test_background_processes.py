@@ -17,6 +17,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from coretools.sandbox.bwrap import bwrap_problem
+from coretools.sandbox.landlock import landlock_problem
 from coretools.sandbox.process_groups import is_alive
 from coretools.sandbox.runner import Runner, RunSpec, terminal_argv
 from coretools.workspace.background import FINISHED_KEPT, TERMINAL_SIZE, BackgroundJobs, Limits, Slots, TooManyJobs
@@ -219,6 +221,24 @@ async def test_without_a_terminal_reads_continue_where_they_ended(root: Path) ->
             text_of(refused)
         missing = await tools.call("read_background_output", pid=1)
         assert missing.is_error and "No background process with PID 1 in this session" in text_of(missing)
+
+
+SANDBOXES = {"none": None, "landlock": landlock_problem(), "bwrap": bwrap_problem()}
+
+
+@pytest.mark.parametrize("sandbox", list(SANDBOXES))
+async def test_a_terminal_under_each_sandbox_is_the_controlling_one(root: Path, sandbox: str) -> None:
+    if SANDBOXES[sandbox]:
+        pytest.skip(f"{sandbox}: {SANDBOXES[sandbox]}")
+    async with ToolSession(root, "--tools", "all", "--background-tty", "--shell-sandbox", sandbox) as tools:
+        result = await tools.call("run_shell_command", command=TTY_ONLY + "; tty -s && echo has-a-tty",
+                                  is_background=True, delay_ms=300)  # fmt: skip
+        pid = result.structured["pid"]
+        answer = await tools.call("write_background_input", pid=pid, input="four\n", delay_ms=3000)
+        seen = text_of(answer)
+        if "exited" not in seen:
+            seen += text_of(await tools.call("read_background_output", pid=pid, delay_ms=3000))
+        assert "secret of 4 characters" in seen and "has-a-tty" in seen and "four" not in seen
 
 
 # -- the bounds, on the jobs themselves ---------------------------------------------------------------------
