@@ -2,14 +2,14 @@
 ~1.8 s of CPU before it answers, ~80% of it importing the MCP SDK, and the suite starts hundreds.
 
 `command(argv, env)` gives the command line that starts `python *argv`: a small launcher (`python -I -S`,
-~20 ms) hands its stdin, stdout and stderr, its environment, working directory and arguments to a fork
+~0.04 s of CPU) hands its stdin, stdout and stderr, its environment, working directory and arguments to a fork
 server of this test process, which forks a server that runs `-m coretools ...` or `-c CODE ...` exactly as
 the interpreter would (runpy, a fresh `__main__`, `sys.argv`, `sys.path[0]`, a session of its own as
 `start_new_session` gives). The launcher stays as the server's stand-in: it passes on the signals a test or
 a client sends it (TERM, INT, HUP, QUIT, USR1, USR2), exits with the server's exit code (or dies of the
-same signal), and when the launcher itself is killed the fork server kills the server. Each interpreter
-setting that is fixed at start (`PYTHON*`, `LANG`, `LC_*`) selects a fork server of its own; where none
-matches, a terminal is attached, or the arguments are neither form, the launcher execs the interpreter
+same signal), and when the launcher itself is killed the fork server kills the server. What is fixed at
+start (the interpreter's `PYTHON*`, `LANG`, `LC_*`; coretools' `CORETOOLS_*`) selects a fork server of its
+own, which imported under it; where none matches, a terminal is attached, or the arguments are neither form, the launcher execs the interpreter
 itself, so the command always means the same as before.
 
 What a forked server cannot stand in for is a test about the server's PID itself (its memory in `/proc`,
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import array
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -40,12 +41,27 @@ REPO = TESTS.parent
 LAUNCHER = r"""
 import array, hashlib, json, os, signal, socket, sys
 directory, argv = sys.argv[1], sys.argv[2:]
+pid, pending = 0, []  # the server's PID; the signals that came before it was known
 def fallback():
+    for signum in pending:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
     os.execv(sys.executable, [sys.executable, *argv])
-key = hashlib.sha256(json.dumps(sorted((k, v) for k, v in os.environ.items()
-                                       if k.startswith(("PYTHON", "LC_")) or k == "LANG")).encode()).hexdigest()[:16]
+fixed = sorted((k, v) for k, v in os.environ.items()
+               if (k.startswith(("PYTHON", "LC_", "CORETOOLS_")) or k == "LANG") and k != "CORETOOLS_STATE_DIR")
+key = hashlib.sha256(json.dumps(fixed).encode()).hexdigest()[:16]
 if any(os.isatty(fd) for fd in (0, 1, 2)):
     fallback()
+def forward(signum, frame):
+    if not pid:
+        pending.append(signum)
+        return
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(signum, forward)
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try:
     conn.connect(os.path.join(directory, key))
@@ -57,16 +73,11 @@ except (OSError, ValueError):
     fallback()
 if pid <= 0:
     fallback()
+for signum in pending:
+    forward(signum, None)
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(null, fd)
-def forward(signum, frame):
-    try:
-        os.kill(pid, signum)
-    except OSError:
-        pass
-for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
-    signal.signal(signum, forward)
 status = reader.readline().strip()
 code = int(status) if status else 1
 if code < 0:
@@ -77,9 +88,11 @@ os._exit(code & 0xFF)
 
 
 def interpreter_key(env: dict[str, str]) -> str:
-    """What an interpreter fixes at its start from the environment, as the launcher computes it (after the
-    interpreter's own changes: in the C locale it sets LC_CTYPE, PEP 538)."""
-    fixed = sorted((k, v) for k, v in env.items() if k.startswith(("PYTHON", "LC_")) or k == "LANG")
+    """What is fixed when the server starts, as the launcher computes it: the interpreter's settings (after
+    its own changes: in the C locale it sets LC_CTYPE, PEP 538), and coretools' own variables, some of which
+    are read once at import (`CORETOOLS_NO_OPENAT2`); only the state directory is read at each use."""
+    fixed = sorted((k, v) for k, v in env.items()
+                   if (k.startswith(("PYTHON", "LC_", "CORETOOLS_")) or k == "LANG") and k != "CORETOOLS_STATE_DIR")
     return hashlib.sha256(json.dumps(fixed).encode()).hexdigest()[:16]
 
 
@@ -143,6 +156,16 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(body), list(fds)
 
 
+def _open(conn: socket.socket) -> bool:
+    """Whether the launcher at the other end is still there."""
+    try:
+        return bool(conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
 def _serve(directory: str) -> dict:
     """Fork a server for each launcher; returns only in a forked child, with its order. Ends, killing the
     servers still running, when its stdin closes (the test process ended, whatever way)."""
@@ -169,7 +192,8 @@ def _serve(directory: str) -> dict:
                     continue
                 argv = order["argv"]
                 if len(fds) != 3 or len(argv) < 2 or argv[0] not in ("-m", "-c"):
-                    conn.sendall(b"0\n")
+                    with contextlib.suppress(OSError):
+                        conn.sendall(b"0\n")
                     conn.close()
                     for fd in fds:
                         os.close(fd)
@@ -187,21 +211,22 @@ def _serve(directory: str) -> dict:
                     return order
                 for fd in fds:
                     os.close(fd)
-                conn.sendall(f"{pid}\n".encode())
                 children[os.pidfd_open(pid)] = (pid, conn)
+                try:
+                    conn.sendall(f"{pid}\n".encode())
+                except OSError:  # the launcher was killed while its server was forked
+                    os.kill(pid, signal.SIGKILL)
             elif isinstance(item, int):
                 pid, conn = children.pop(item)
                 os.close(item)
                 _, status = os.waitpid(pid, 0)
                 code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-                try:
+                with contextlib.suppress(OSError):
                     conn.sendall(f"{code}\n".encode())
-                except OSError:
-                    pass
                 conn.close()
             else:  # the launcher's connection closed before its server ended: the launcher was killed
-                for pidfd, (pid, conn) in children.items():
-                    if conn is item and not conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+                for pid, conn in list(children.values()):
+                    if conn is item and not _open(conn):
                         os.kill(pid, signal.SIGKILL)
 
 
