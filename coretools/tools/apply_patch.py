@@ -156,7 +156,7 @@ class ApplyPatch(FileChangeTool):
         except te.NotText as exc:
             raise _refused(f"{loc.shown} is not text this tool can patch ({exc.why})") from None
         lf = te.to_lf(old)
-        new_lf, placed = grammar.apply_hunks(lf, op.hunks, loc.shown)
+        new_lf, placed = grammar.apply_hunks(lf, op.hunks, loc.shown, check_cancelled)
         breaks = te.newlines(old)
         new = te.with_newline(new_lf, breaks.dominant) if breaks.dominant else new_lf
         plan = _File("updated", loc.shown, loc.shown, old, new)

@@ -168,6 +168,13 @@ async def test_add_update_move_delete_then_one_undo_reverts_the_whole_patch(root
         assert not redone.is_error and tree(root)["pkg/moved.py"] == "x = 1\ny = 2\n"
         again = await client.call_tool("apply_patch", {"patch": body})
         assert again.is_error and "seems applied already" in text_of(again), text_of(again)
+        seen = await client.call_tool("read_file", {"absolute_path": str(root / "a.py")})
+        assert not seen.is_error
+        (root / "a.py").write_text("import os\n\n\ndef f():\n    return 1\n")  # by another program
+        stale = await client.call_tool("apply_patch", {"patch": patch("*** Update File: a.py", "@@", "-    return 1",
+                                                                      "+    return 3")})  # fmt: skip
+        assert stale.is_error and "since" in text_of(stale), text_of(stale)
+        assert (root / "a.py").read_text().endswith("return 1\n")
 
 
 async def test_a_failing_hunk_in_the_last_file_changes_no_file(root: Path) -> None:
@@ -214,6 +221,16 @@ async def test_protected_paths_and_escaping_links_are_refused_at_either_end(root
             assert refused.is_error, (case, text_of(refused))
             assert "Internal error" not in text_of(refused) and "Traceback" not in text_of(refused)
     assert tree(root) == before and snapshot(tmp_path / "root-evil") == decoy
+
+
+async def test_confirm_edits_without_a_client_that_can_ask_changes_nothing(root: Path) -> None:
+    (root / "a.py").write_text("x = 1\n")
+    async with ToolSession(root, "--tools", "apply_patch", "--confirm", "edits") as tools:
+        assert "confirm" in tools.toolset.get("apply_patch").description
+        for _ in range(2):  # the edit locks were let go: the second call is refused the same way, not stuck
+            refused = await tools.call("apply_patch", patch=patch("*** Update File: a.py", "@@", "-x = 1", "+x = 2"))
+            assert refused.is_error and "No file was changed" in text_of(refused), text_of(refused)
+    assert (root / "a.py").read_text() == "x = 1\n"
 
 
 ZYGOTE = """

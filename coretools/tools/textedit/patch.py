@@ -23,7 +23,9 @@ near miss must be the only one in reach, never a guess between two. Context line
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from itertools import islice
 from dataclasses import dataclass, field
 
 from coretools.errors import ErrorKind, ToolError
@@ -237,30 +239,55 @@ class _Doc:
         body = text[:-1] if text.endswith("\n") else text
         self.lines = body.split("\n") if body else []
         self._keyed: dict[str, list[str]] = {}
+        self._filled: tuple[list[int], list[str]] | None = None
 
     def keyed(self, rule: str, key: Callable[[str], str]) -> list[str]:
         if rule not in self._keyed:
             self._keyed[rule] = [key(line) for line in self.lines]
         return self._keyed[rule]
 
+    def filled(self) -> tuple[list[int], list[str]]:
+        """The numbers of the lines that are not blank, and those lines without trailing whitespace."""
+        if self._filled is None:
+            numbers = [i for i, line in enumerate(self.lines) if line.strip()]
+            self._filled = numbers, [self.lines[i].rstrip() for i in numbers]
+        return self._filled
 
-def apply_hunks(text: str, hunks: list[Hunk], shown: str) -> tuple[str, list[Placed]]:
+
+def _find(seq: list[str], pattern: list[str], start: int, stop: int) -> Iterator[int]:
+    """Where `pattern` starts in `seq`, at `start` up to `stop` (exclusive), in order (each candidate found by
+    `list.index` on the first line, so a miss costs one scan at C speed)."""
+    first, n, i = pattern[0], len(pattern), start
+    while i < stop:
+        try:
+            i = seq.index(first, i, stop)
+        except ValueError:
+            return
+        if seq[i:i + n] == pattern:
+            yield i
+        i += 1
+
+
+def apply_hunks(text: str, hunks: list[Hunk], shown: str,
+                check: Callable[[], None] | None = None) -> tuple[str, list[Placed]]:
     """`text` (LF), the file `shown`, with every hunk applied, and where each landed; a ToolError names the
     first hunk that is not found and shows the nearest text. The text keeps its final line break, or its
-    lack of one."""
+    lack of one. `check` runs before each hunk (it may raise to cancel)."""
     try:
-        return _applied(text, hunks)
+        return _applied(text, hunks, check)
     except _NotFound as exc:
         raise ToolError(f"Patch not applied: in {shown}, {exc}\nNothing was changed (no file of the patch).",
                         ErrorKind.EDIT_NO_OCCURRENCE_FOUND) from None
 
 
-def _applied(text: str, hunks: list[Hunk]) -> tuple[str, list[Placed]]:
+def _applied(text: str, hunks: list[Hunk], check: Callable[[], None] | None) -> tuple[str, list[Placed]]:
     doc = _Doc(text)
     final = "\n" if text.endswith("\n") else ""
     placed: list[Placed] = []
     at = 0
     for hunk in hunks:
+        if check is not None:
+            check()
         found = place(doc, hunk, at)
         if placed and found.start < placed[-1].start + placed[-1].count:
             raise _NotFound(f"{hunk.title()} overlaps the hunk before it: hunks must follow the file's order.")
@@ -288,7 +315,7 @@ def place(doc: _Doc, hunk: Hunk, at: int) -> Placed:
         return Placed(where, 0, new)
     found = _seek(doc, old, at, hunk.at_end, f"{hunk.title()}: its old lines (context and '-' lines) are")
     if found is None:
-        found = _without_blanks(lines, hunk, at)
+        found = _without_blanks(doc, hunk, at)
         if found is not None:
             return found
         raise _NotFound(_missing(lines, hunk, at, text))
@@ -307,7 +334,8 @@ def place(doc: _Doc, hunk: Hunk, at: int) -> Placed:
 def _removed_as_written(hunk: Hunk, window: list[str]) -> bool:
     """Whether the hunk's removed lines (it has some) are the file's lines as they are, trailing whitespace
     aside: then only its context lines differ in indentation, and its added lines are in the file's own."""
-    removed = [(text, line) for (mark, text), line in zip([o for o in hunk.ops if o[0] != "+"], window) if mark == "-"]
+    pairs = zip([op for op in hunk.ops if op[0] != "+"], window)
+    removed = [(text, line) for (mark, text), line in pairs if mark == "-"]
     return any(text.strip() for text, _ in removed) and all(text.rstrip() == line.rstrip() for text, line in removed)
 
 
@@ -334,15 +362,13 @@ def _seek(doc: _Doc, pattern: list[str], at: int, at_end: bool, what: str) -> tu
         return None
     if at_end and lines[last:] == pattern:
         return last, ""
-    first = pattern[0]
-    for i in range(at, last + 1):
-        if lines[i] == first and lines[i:i + n] == pattern:
-            return i, ""
+    for i in _find(lines, pattern, at, last + 1):
+        return i, ""
     for rule, key in _RULES:
         want, keyed = [key(p) for p in pattern], doc.keyed(rule, key)
         if at_end and keyed[last:] == want:
             return last, rule
-        hits = [i for i in range(at, last + 1) if keyed[i] == want[0] and keyed[i:i + n] == want]
+        hits = list(islice(_find(keyed, want, at, last + 1), 5))
         if len(hits) == 1:
             return hits[0], rule
         if len(hits) > 1:
@@ -353,7 +379,7 @@ def _seek(doc: _Doc, pattern: list[str], at: int, at_end: bool, what: str) -> tu
     return None
 
 
-def _without_blanks(lines: list[str], hunk: Hunk, at: int) -> Placed | None:
+def _without_blanks(doc: _Doc, hunk: Hunk, at: int) -> Placed | None:
     """The hunk placed where its non-blank old lines match the file's non-blank lines (trailing whitespace
     aside) in order, the file having blank lines the patch left out or the other way round: the only such
     place in reach. The blank lines only the file has stay; a blank line only the patch has is dropped. Added
@@ -361,14 +387,13 @@ def _without_blanks(lines: list[str], hunk: Hunk, at: int) -> Placed | None:
     want = [t.rstrip() for t in hunk.old if t.strip()]
     if not want:
         return None
-    index = [i for i in range(at, len(lines)) if lines[i].strip()]
-    keys = [lines[i].rstrip() for i in index]
+    index, keys = doc.filled()
     n = len(want)
-    hits = [k for k in range(len(keys) - n + 1) if keys[k] == want[0] and keys[k:k + n] == want]
+    hits = list(islice(_find(keys, want, bisect_left(index, at), len(keys) - n + 1), 2))
     if len(hits) != 1:
         return None
     start, end = index[hits[0]], index[hits[0] + n - 1] + 1
-    window, out, k = lines[start:end], [], 0
+    window, out, k = doc.lines[start:end], [], 0
     for j, (mark, text) in enumerate(hunk.ops):
         if mark == "+":
             following = next((t for m, t in hunk.ops[j + 1:] if m != "+"), None)
@@ -409,11 +434,7 @@ def _missing(lines: list[str], hunk: Hunk, at: int, text: str) -> str:
 
 
 def _seek_literal(lines: list[str], pattern: list[str], at: int) -> int | None:
-    n = len(pattern)
-    for i in range(at, len(lines) - n + 1):
-        if lines[i:i + n] == pattern:
-            return i
-    return None
+    return next(_find(lines, pattern, at, len(lines) - len(pattern) + 1), None) if pattern else None
 
 
 def _nearest(text: str, needle: str) -> str:
