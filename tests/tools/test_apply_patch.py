@@ -223,6 +223,34 @@ async def test_protected_paths_and_escaping_links_are_refused_at_either_end(root
     assert tree(root) == before and snapshot(tmp_path / "root-evil") == decoy
 
 
+async def test_a_file_swapped_for_a_link_after_planning_is_not_followed_and_the_patch_is_put_back(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between placing the hunks and writing, b.py becomes a link to a file outside the roots: its write is
+    refused (the file is not the one read), a.py, already written, is put back, and the journal entry is
+    voided: no file changed, outside or in, and nothing to undo."""
+    from coretools.tools.apply_patch import ApplyPatch
+
+    for name in ("a.py", "b.py"):
+        (root / name).write_text("x = 1\n")
+    decoy = snapshot(tmp_path / "root-evil")
+    commit = ApplyPatch._commit
+
+    def swap_then_commit(self, ws, prepared, views):
+        (root / "b.py").unlink()
+        (root / "b.py").symlink_to(tmp_path / "root-evil" / "secret.txt")
+        return commit(self, ws, prepared, views)
+
+    monkeypatch.setattr(ApplyPatch, "_commit", swap_then_commit)
+    body = patch(*[line for name in ("a.py", "b.py") for line in (f"*** Update File: {name}", "@@", "-x = 1", "+x = 2")])
+    async with ToolSession(root, *SERVE) as tools:
+        refused = await tools.call("apply_patch", patch=body)
+        assert refused.is_error and "Internal error" not in text_of(refused), text_of(refused)
+        assert (root / "a.py").read_text() == "x = 1\n" and snapshot(tmp_path / "root-evil") == decoy
+        nothing = await tools.call("undo", file_path=str(root / "a.py"))
+        assert nothing.is_error and "nothing to undo" in text_of(nothing), text_of(nothing)
+
+
 async def test_confirm_edits_without_a_client_that_can_ask_changes_nothing(root: Path) -> None:
     (root / "a.py").write_text("x = 1\n")
     async with ToolSession(root, "--tools", "apply_patch", "--confirm", "edits") as tools:
