@@ -242,7 +242,8 @@ async def test_a_file_swapped_for_a_link_after_planning_is_not_followed_and_the_
         return commit(self, ws, prepared, views)
 
     monkeypatch.setattr(ApplyPatch, "_commit", swap_then_commit)
-    body = patch(*[line for name in ("a.py", "b.py") for line in (f"*** Update File: {name}", "@@", "-x = 1", "+x = 2")])
+    hunks = [(f"*** Update File: {name}", "@@", "-x = 1", "+x = 2") for name in ("a.py", "b.py")]
+    body = patch(*[line for hunk in hunks for line in hunk])
     async with ToolSession(root, *SERVE) as tools:
         refused = await tools.call("apply_patch", patch=body)
         assert refused.is_error and "Internal error" not in text_of(refused), text_of(refused)
