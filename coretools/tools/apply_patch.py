@@ -32,7 +32,7 @@ _NO_FILE = journal.Snapshot(None, 0, None, None)
 class _File:
     """One file of the patch as planned: its change(s) for the journal, and what the answer says of it."""
 
-    verb: str  # "added", "updated", "deleted", "moved"
+    verb: str  # "added", "updated", "deleted", "moved", "left unchanged"
     shown: str  # what the answer names ("a.py", "a.py to b.py")
     path: str  # the file's path after the patch
     old: str = ""
@@ -171,7 +171,10 @@ class ApplyPatch(FileChangeTool):
         encoded = te.encode(new, codec, loc.shown)
         _within_limit(loc.shown, encoded)
         if dest is None:
-            plan.changes.append(journal.FileChange(loc, key, before, encoded))
+            if encoded == data:
+                plan.verb = "left unchanged"  # its hunks change nothing: not written, not journaled
+            else:
+                plan.changes.append(journal.FileChange(loc, key, before, encoded))
             return plan
         if te.read_existing(ws, dest, views) is not None:
             raise _refused(f"*** Move to: {dest.shown} exists already; a move never replaces a file")
@@ -216,6 +219,8 @@ class ApplyPatch(FileChangeTool):
 
     def _commit(self, ws: Workspace, prepared: _Prepared, views: FileViews | None) -> None:
         changes = [c for f in prepared.files for c in f.changes]
+        if not changes:
+            return
         journal.journaled_changes(ws, changes, self.name, self.options.journal_settings)
         if views is None:
             return
@@ -235,6 +240,8 @@ class ApplyPatch(FileChangeTool):
         return "\n".join(lines)
 
     def _answer(self, files: list[_File]) -> ToolResult:
+        if all(not f.changes for f in files):
+            return ToolResult.text("No changes: the patch's hunks leave its files as they are; nothing was written.")
         done = ", ".join(f"{f.verb} {f.shown}" for f in files)
         if self.options.journal_settings.enabled:
             undo = "The patch is one entry of the edit journal: one undo reverts all of it."

@@ -194,6 +194,8 @@ async def test_a_failing_hunk_in_the_last_file_changes_no_file(root: Path) -> No
         assert f"in {root / 'three.py'}, hunk 1 (@@ def three():)" in message
         assert "Nothing was changed" in message and "def other():" in message  # the nearest text, numbered
         assert "|" in message
+        same = await tools.call("apply_patch", patch=patch("*** Update File: one.py", "@@", " def one():"))
+        assert not same.is_error and "No changes" in text_of(same) and tree(root) == before, text_of(same)
         unjournaled = await tools.call("undo", file_path=str(root / "one.py"))
         assert unjournaled.is_error and "No journaled edit" in text_of(unjournaled)
 
