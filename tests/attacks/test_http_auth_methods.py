@@ -48,7 +48,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     root = tmp_path_factory.mktemp("auth") / "root"
     root.mkdir()
-    with HttpServer.start([root], "--auth-token-env", "CORETOOLS_ATTACK_TOKEN", env=TOKEN_ENV) as server:
+    with HttpServer.start([root], "--auth-token-env", "CORETOOLS_ATTACK_TOKEN", env=TOKEN_ENV, forked=True) as server:
         yield server
 
 
@@ -58,7 +58,7 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer
     page and the tools."""
     root = tmp_path_factory.mktemp("open") / "root"
     root.mkdir()
-    with HttpServer.start([root]) as server:
+    with HttpServer.start([root], forked=True) as server:
         yield server
 
 
@@ -66,7 +66,7 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer
 def stateless_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     root = tmp_path_factory.mktemp("stateless") / "root"
     root.mkdir()
-    with HttpServer.start([root], "--stateless") as server:
+    with HttpServer.start([root], "--stateless", forked=True) as server:
         yield server
 
 
