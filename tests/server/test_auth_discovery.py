@@ -47,7 +47,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     root = tmp_path_factory.mktemp("discovery-root")
     flags = ["--auth-token-env", "CORETOOLS_DISCOVERY_TOKEN"]
     flags += ["--stateless"] if request.param == "stateless" else []
-    server = HttpServer.start([root], *flags, env={"CORETOOLS_DISCOVERY_TOKEN": TOKEN})
+    server = HttpServer.start([root], *flags, env={"CORETOOLS_DISCOVERY_TOKEN": TOKEN}, forked=True)
     yield server
     assert server.stop() == 0
 
