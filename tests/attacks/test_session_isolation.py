@@ -143,7 +143,7 @@ def leave_traces(a: Session, *, stateless: bool = False) -> Left:
 
 def start(*flags: str, env: dict[str, str] | None = None, root: Path) -> HttpServer:
     try:
-        return HttpServer.start([root], "--structured-content", *flags, env=env)
+        return HttpServer.start([root], "--structured-content", *flags, env=env, forked=True)
     except RuntimeError as exc:
         pytest.fail(f"the server did not start with {' '.join(flags)}: {exc}")
 
