@@ -50,7 +50,7 @@ def refusal_message(response: httpx2.Response) -> str:
 
 def test_a_delete_frees_a_place_and_ends_no_other_session(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"], "--max-sessions", "3") as server, httpx2.Client(timeout=10, trust_env=False) as http:
+    with HttpServer.start([tmp_path / "root"], "--max-sessions", "3", forked=True) as server, httpx2.Client(timeout=10, trust_env=False) as http:
         sessions = []
         for _ in range(3):
             response = initialize(http, server.url)
@@ -70,7 +70,7 @@ def test_default_session_cap_is_bounded(tmp_path: Path) -> None:
     """Without options the server still holds a few hundred sessions, not ten thousand: opening more ends
     the least recently active."""
     (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"]) as server, httpx2.Client(timeout=10, trust_env=False) as http:
+    with HttpServer.start([tmp_path / "root"], forked=True) as server, httpx2.Client(timeout=10, trust_env=False) as http:
         sessions = []
         for _ in range(300):
             response = initialize(http, server.url)
@@ -84,7 +84,7 @@ def test_default_session_cap_is_bounded(tmp_path: Path) -> None:
 def test_idle_session_expires_and_frees_its_slot(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
     flags = ("--max-sessions", "1", "--session-idle-timeout", "1")
-    with HttpServer.start([tmp_path / "root"], *flags) as server, httpx2.Client(timeout=10, trust_env=False) as http:
+    with HttpServer.start([tmp_path / "root"], *flags, forked=True) as server, httpx2.Client(timeout=10, trust_env=False) as http:
         first = initialize(http, server.url)
         assert first.status_code == 200
         session = first.headers["mcp-session-id"]
@@ -101,7 +101,7 @@ async def test_live_client_outlives_a_short_idle_timeout(tmp_path: Path) -> None
     root = tmp_path / "root"
     root.mkdir()
     (root / "f.txt").write_text("still here\n")
-    with HttpServer.start([root], "--session-idle-timeout", "1") as server:
+    with HttpServer.start([root], "--session-idle-timeout", "1", forked=True) as server:
         async with http_client(server.url, "legacy") as client:
             await anyio.sleep(3)
             result = await client.call_tool("read_file", {"absolute_path": str(root / "f.txt")})
