@@ -59,7 +59,7 @@ async def test_a_client_saturating_its_share_leaves_room_for_another(tmp_path: P
     started.mkdir(parents=True)
     (root / "notes.txt").write_text("hello from B\n")
     # 8 slots, 2 per session: before the fix A's four sessions held all eight
-    with HttpServer.start([root], "--max-calls", "8", "--max-session-calls", "2") as server:
+    with HttpServer.start([root], "--max-calls", "8", "--max-session-calls", "2", forked=True) as server:
         latencies: list[float] = []
         async with AsyncExitStack() as stack:
             sessions = [await stack.enter_async_context(client_from(A, server.url, mode)) for _ in range(4)]
@@ -117,7 +117,7 @@ async def use(http: httpx2.AsyncClient, url: str, session: str) -> int:
 
 async def test_at_the_cap_the_least_recently_active_idle_session_makes_room(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"], "--max-sessions", "4") as server:
+    with HttpServer.start([tmp_path / "root"], "--max-sessions", "4", forked=True) as server:
         async with httpx2.AsyncClient(timeout=10, trust_env=False) as http:
             sessions = []
             for _ in range(4):  # four clients open a session each and walk away without a DELETE
@@ -137,7 +137,7 @@ async def test_at_the_cap_the_least_recently_active_idle_session_makes_room(tmp_
 async def test_when_every_session_is_busy_a_new_one_waits_for_one_to_be_idle(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    with HttpServer.start([root], "--max-sessions", "4") as server:
+    with HttpServer.start([root], "--max-sessions", "4", forked=True) as server:
         async with httpx2.AsyncClient(timeout=30, trust_env=False) as http:
             sessions = []
             for _ in range(4):
