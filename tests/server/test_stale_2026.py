@@ -38,7 +38,7 @@ def anyio_backend() -> str:
 def stateless(tmp_path_factory: pytest.TempPathFactory):
     """A `--stateless` server: no request of it has a session, in either era."""
     root = tmp_path_factory.mktemp("stale2026")
-    server = HttpServer.start([root], "--stateless", "--structured-content")
+    server = HttpServer.start([root], "--stateless", "--structured-content", forked=True)
     yield server, root
     assert server.stop() == 0
 
@@ -47,7 +47,7 @@ def stateless(tmp_path_factory: pytest.TempPathFactory):
 def stateful(tmp_path_factory: pytest.TempPathFactory):
     """A server with sessions: its 2026-07-28 requests still have none."""
     root = tmp_path_factory.mktemp("stateful2026")
-    server = HttpServer.start([root], "--structured-content")
+    server = HttpServer.start([root], "--structured-content", forked=True)
     yield server, root
     assert server.stop() == 0
 
