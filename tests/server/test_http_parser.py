@@ -27,7 +27,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     root = tmp_path_factory.mktemp("parser") / "root"
     root.mkdir()
     (root / "hello.txt").write_text("hello\n")
-    with HttpServer.start([root], "--read-timeout", str(READ_TIMEOUT), probe=True) as s:
+    with HttpServer.start([root], "--read-timeout", str(READ_TIMEOUT), probe=True, forked=True) as s:
         yield s
 
 
