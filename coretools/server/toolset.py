@@ -128,7 +128,7 @@ class ToolSet:
         chosen = self._chosen(candidates)
         for tool in candidates:
             reason = tool.unavailable_reason()
-            if not reason and tool.opt_in and tool.name not in chosen:
+            if not reason and tool.opt_in and tool.name not in chosen and config.schema_dialect not in tool.core_in:
                 reason = f"opt-in; start the server with --tools {tool.name} (or --tools {ALL_TOOLS}) to publish it"
             if reason:
                 self.unavailable[tool.name] = reason

@@ -319,6 +319,9 @@ class Tool:
     # Not one of Gemini CLI's core tools: published only when the operator names it (`--tools NAME` or
     # `--tools all`), so the default published set stays Gemini CLI's own.
     opt_in: ClassVar[bool] = False
+    # The dialects (`--schema-dialect`) whose Gemini CLI has this opt-in tool among its core tools: there it is
+    # published without being named, as Gemini CLI itself would offer it.
+    core_in: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: Any = None) -> None:
         self.options = self.Options() if options is None else options

@@ -28,6 +28,7 @@ class ListBackgroundProcesses(Tool):
     input_schema = {"type": "object", "properties": {}}
     hint = "see which background commands of this session run or ended, with their PIDs."
     opt_in = True
+    core_in = ("latest",)  # Gemini CLI 0.61 offers it by default
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         jobs = session_jobs(ctx).every()

@@ -58,6 +58,7 @@ class ReadBackgroundOutput(Tool):
     hint = "follow a background command's output (what is new since the last read, or its tail)."
     narrowing = "pass `lines` for fewer lines, or read on from the offset the answer gives"
     opt_in = True
+    core_in = ("latest",)  # Gemini CLI 0.61 offers it by default
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         job = find(ctx, args["pid"])

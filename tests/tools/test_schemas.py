@@ -176,6 +176,10 @@ def test_the_latest_dialect_is_gemini_safe_and_speaks_the_newest_names(published
     assert by_name["list_directory"]["required"] == ["dir_path"]
     assert "dir_path" in by_name["glob"]["properties"] and "respect_gemini_ignore" in by_name["glob"]["properties"]
     assert by_name["read_many_files"]["required"] == ["include"]
+    # Gemini CLI 0.61's core set has these two; the other opt-in tools stay opt-in in every dialect
+    assert by_name["list_background_processes"]["properties"] == {}
+    assert by_name["read_background_output"]["required"] == ["pid"]
+    assert not {"write_background_input", "stop_background_process", "edit_file", "apply_patch"} & set(by_name)
 
 
 def test_every_published_schema_parses_as_a_genai_schema(published: list[dict]) -> None:
