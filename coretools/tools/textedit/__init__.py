@@ -9,6 +9,8 @@
   whether an edit is applied already;
 - `replacement`: one replacement of old_string by new_string in a text, literal or recovered (replace's one
   edit, each of edit_file's);
+- `patch`: the Codex CLI's patch format read, and each hunk placed in its file (apply_patch's; imported as
+  `textedit.patch`, not through this package's names);
 - `plan`: the plan of one edit and the size limit it is made within;
 - `freshness`: the stale-write guard (the file as the session last saw it);
 - `edit_tool`: the options, the locked plan -> confirm -> write sequence and the result of the editing tools.
