@@ -176,7 +176,7 @@ async def test_second_call_answered_while_a_hostile_page_is_converted_stdio(root
     from mcp.client.stdio import stdio_client
 
     (root / "marker.txt").write_text("x\n")
-    params = stdio_params([root], "--web-fetch-private", "allow")
+    params = stdio_params([root], "--web-fetch-private", "allow", forked=True)
     with (tmp_path / "stderr.log").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
             await client.call_tool("web_fetch", {"prompt": web.url("/page")})  # warm: imports done
@@ -189,7 +189,7 @@ async def test_second_client_answered_while_a_hostile_page_is_converted_http(roo
     from http_harness import HttpServer, http_client
 
     (root / "marker.txt").write_text("x\n")
-    with HttpServer.start([root], "--web-fetch-private", "allow") as server:
+    with HttpServer.start([root], "--web-fetch-private", "allow", forked=True) as server:
         async with http_client(server.url) as first, http_client(server.url) as second:
             await first.call_tool("web_fetch", {"prompt": web.url("/page")})
             latency, running = await _second_call_latency(first, second, root, web, kind)
@@ -402,7 +402,7 @@ async def test_call_timeout_over_stdio_leaves_the_server_serving(root: Path, web
     from mcp.client.stdio import stdio_client
 
     (root / "marker.txt").write_text("x\n")
-    params = stdio_params([root], "--call-timeout", "1", "--web-fetch-timeout", "30")
+    params = stdio_params([root], "--call-timeout", "1", "--web-fetch-timeout", "30", forked=True)
     with (tmp_path / "stderr.log").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
             start = time.monotonic()
