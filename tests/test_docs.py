@@ -12,11 +12,14 @@ Every fenced block of README.md carries a marker on the line before it, and a bl
 
 All of it runs in one temporary HOME, with the install the README describes (`uv tool install` from this
 clone, `uv tool update-shell`), done once for the module by the blocks themselves, in their README order.
-uv's package cache is the machine's (`UV_CACHE_DIR`), so nothing is downloaded twice.
+uv's package cache is the machine's (`UV_CACHE_DIR`), so nothing is downloaded twice. The benchmark table
+between the `readme_figures` markers is checked against what `benchmarks/readme_figures.py` renders from
+the benchmarks' saved outputs.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -216,3 +219,30 @@ def test_example_config(newcomer: Newcomer) -> None:
     names = {d["name"] for tool in json.loads(done.stdout) for d in tool["functionDeclarations"]}
     assert {"app__read_file", "app__run_shell_command", "app__write_file", "docs__read_file"} <= names, sorted(names)
     assert not {"docs__run_shell_command", "docs__write_file", "docs__replace"} & names, sorted(names)
+
+
+# ------------------------------------------------------------------------------------------ the figures
+
+
+def _figures():  # noqa: ANN202 - the script's module
+    spec = importlib.util.spec_from_file_location("readme_figures", REPO / "benchmarks" / "readme_figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("readme_figures", module)  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_table_is_the_one_the_script_wrote() -> None:
+    """The README's table is exactly what the saved benchmark outputs render to: a figure typed by hand,
+    or an output replaced without re-rendering, fails here."""
+    if not (REPO / "benchmarks" / "results" / "run.json").exists() and not (REPO / ".git").exists():
+        pytest.skip("an sdist holds no benchmark outputs (benchmarks/results/ is in the git checkout only)")
+    figures = _figures()
+    rendered = figures.render()
+    assert (REPO / "benchmarks" / "results" / "readme_table.md").read_text() == rendered
+    readme = README.read_text(encoding="utf-8")
+    assert figures.readme_with(rendered, readme) == readme, "README.md's table differs: run `uv run --locked python benchmarks/readme_figures.py --render`"
+    for name in json.loads((REPO / "benchmarks" / "results" / "run.json").read_text()):
+        bench = next(b for b in figures.BENCHMARKS if b.name == name)
+        assert bench.parse((REPO / "benchmarks" / "results" / f"{name}.txt").read_text()), f"{name}.txt holds no figures"
