@@ -107,7 +107,7 @@ def test_a_hunk_that_changes_indentation_keeps_it_when_only_its_context_slipped(
                                "-   .. attribute:: dirty", "+    .. attribute:: dirty", " ",
                                "-      A set of lines.", "+       A set of lines."))  # fmt: skip
     new, [placed] = grammar.apply_hunks(text, op.hunks, "a.rst")
-    assert placed.rule == "indentation"
+    assert placed.rule == "the indentation of its context lines"
     assert new == "Screen\n\n    .. attribute:: buffer\n\n    .. attribute:: dirty\n\n       A set of lines.\n"
 
 

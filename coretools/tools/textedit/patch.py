@@ -328,6 +328,8 @@ def place(doc: _Doc, hunk: Hunk, at: int) -> Placed:
             raise _NotFound(f"{hunk.title()}: its lines match lines {start + 1}-{start + len(old)} only with other "
                            "indentation, and the added lines fit two indentations equally well; send the hunk "
                            "with the file's indentation.") from None
+    if rule == "indentation":
+        rule = "the indentation of its context lines"
     return Placed(start, len(old), _with_context(hunk, window), rule)
 
 
