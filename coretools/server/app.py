@@ -137,7 +137,10 @@ class Sessions:
         if key is None:
             return None
         try:
-            return self._by_connection.setdefault(key, FileViews())
+            views = self._by_connection.get(key)
+            if views is None:
+                views = self._by_connection[key] = FileViews()
+            return views
         except TypeError:  # a connection object that cannot be referenced weakly has no record
             return None
 
@@ -217,10 +220,18 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
                 await PROCESS.aclose()
                 await toolset.aclose()
 
-    async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    # The published tools are fixed at start, so their listing is dumped once, as the SDK would dump the
+    # model at every request (it takes a handler's dict as that dump, and still checks it against the
+    # protocol version's schema). The freshness fields are left to the SDK, which fills them from
+    # TOOL_LIST_HINT where a dict does not set them.
+    listing = types.ListToolsResult(tools=toolset.definitions()).model_dump(
+        by_alias=True, mode="json", exclude_none=True, exclude={"ttl_ms", "cache_scope"}
+    )
+
+    async def on_list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> dict[str, Any]:
         if params is not None and params.cursor:
             raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor: this server lists every tool on one page")
-        return types.ListToolsResult(tools=toolset.definitions())
+        return listing
 
     async def run_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> ToolResult:
         published = toolset.find(params.name)

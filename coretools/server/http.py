@@ -1,7 +1,8 @@
 """Streamable HTTP transport: one coretools daemon shared by several MCP hosts and agents.
 
 The app is the SDK's streamable HTTP app built from the low-level server (`Server.streamable_http_app`), so
-progress notifications and cancellation travel over SSE responses exactly as the SDK implements them.
+progress notifications and cancellation travel over SSE responses exactly as the SDK implements them; a
+request for the MCP path reaches the SDK's session manager directly (`McpRoute`), not through Starlette.
 Around it this module adds what a shared daemon needs:
 
 - a safe bind: loopback by default; a non-loopback address is refused without a bearer token unless the
@@ -386,6 +387,28 @@ def _described_parse_error(answer: bytes, request: bytes) -> bytes | None:
     return json.dumps(reply).encode()
 
 
+class McpRoute:
+    """ASGI router: a request for the MCP path goes straight to the SDK's session manager
+    (`StreamableHTTPSessionManager.handle_request`), anything else (the lifespan, other paths) to the SDK's
+    Starlette app, which routes the MCP path to the same handler.
+
+    Starlette's error and exception middlewares, its router and its route each add a frame to every
+    request and a wrapper to every message sent; for the one path that carries calls the session manager
+    needs none of them (it answers its own errors, and an exception still reaches uvicorn, which answers
+    500). Only the exact path is taken: a trailing-slash variant keeps Starlette's redirect."""
+
+    def __init__(self, app: Any, handle: Any, path: str) -> None:
+        self.app = app
+        self.handle = handle
+        self.path = path
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == self.path:
+            await self.handle(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
 def _bearer(scope: dict) -> bytes | None:
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
@@ -419,6 +442,7 @@ def build_app(config: ServerConfig, settings: HttpSettings, stats: Any = None) -
         max_request_body_size=config.max_message_bytes,
     )
     limit = config.max_message_bytes
+    app = McpRoute(app, server.session_manager.handle_request, settings.path)
     app = ParseErrorNotice(app, settings.path)
     app = CancelByCaller(app, settings.path, keyed_on_token=settings.token is not None, max_body=limit)
     if not settings.stateless:

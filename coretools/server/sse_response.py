@@ -15,14 +15,18 @@ still calls it as this module expects.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
 from sse_starlette.event import ensure_bytes
 from sse_starlette.sse import EventSourceResponse
+
+logger = logging.getLogger("coretools.http")
 
 PING_SECONDS = EventSourceResponse.DEFAULT_PING_INTERVAL
 SEPARATOR = EventSourceResponse.DEFAULT_SEPARATOR
@@ -59,33 +63,45 @@ class PostEventStream:
             async with anyio.create_task_group() as tg:
                 if self.sender is not None:
                     tg.start_soon(self.sender)
-                tg.start_soon(self._watch, receive, send, tg.cancel_scope)
-                await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-                with self.events:
-                    async for event in self.content:
-                        body = ensure_bytes(event, SEPARATOR)
-                        await send({"type": "http.response.body", "body": body, "more_body": True})
-                self.ended = True
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-                tg.cancel_scope.cancel()
+                watch = asyncio.get_running_loop().create_task(self._watch(receive, send, tg.cancel_scope))
+                try:
+                    await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+                    with self.events:
+                        async for event in self.content:
+                            body = ensure_bytes(event, SEPARATOR)
+                            await send({"type": "http.response.body", "body": body, "more_body": True})
+                    self.ended = True
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                finally:
+                    watch.cancel()
+                if self.events.cancel_called:  # cut short at shutdown: the writer may still be waiting to send
+                    tg.cancel_scope.cancel()
         finally:
             _OPEN.discard(self)
 
     async def _watch(self, receive: Any, send: Any, scope: anyio.CancelScope) -> None:
         """Cancel everything when the client goes away; while it stays, ping it every PING_SECONDS.
 
+        A plain asyncio task, not one of the task group's: it only waits, and is cancelled as the response
+        ends, where a task group's child costs several times as much to start and to stop. A failure ends
+        the stream as a child's would.
+
         The wait for the client is what a ping interrupts, never the wait for an event: a receive that
         times out loses nothing (the transport's disconnect state is sticky), an event could be lost."""
-        while True:
-            with anyio.move_on_after(PING_SECONDS):
-                if (await receive())["type"] == "http.disconnect":
-                    scope.cancel()
+        try:
+            while True:
+                with anyio.move_on_after(PING_SECONDS):
+                    if (await receive())["type"] == "http.disconnect":
+                        scope.cancel()
+                        return
+                    continue
+                if self.ended:
                     return
-                continue
-            if self.ended:
-                return
-            ping = ensure_bytes({"comment": f"ping - {datetime.datetime.now(datetime.timezone.utc)}"}, SEPARATOR)
-            await send({"type": "http.response.body", "body": ping, "more_body": True})
+                ping = ensure_bytes({"comment": f"ping - {datetime.datetime.now(datetime.timezone.utc)}"}, SEPARATOR)
+                await send({"type": "http.response.body", "body": ping, "more_body": True})
+        except Exception:  # noqa: BLE001 - no task group to raise into: end the stream instead
+            logger.debug("the watch of an event stream failed", exc_info=True)
+            scope.cancel()
 
 
 _OPEN: set[PostEventStream] = set()
