@@ -200,11 +200,28 @@ async def test_a_failing_hunk_in_the_last_file_changes_no_file(root: Path) -> No
         assert unjournaled.is_error and "No journaled edit" in text_of(unjournaled)
 
 
+async def test_undoing_a_patch_one_of_whose_files_changed_since_is_refused_whole(root: Path) -> None:
+    for name in ("a.py", "b.py"):
+        (root / name).write_text("x = 1\n")
+    hunks = [(f"*** Update File: {name}", "@@", "-x = 1", "+x = 2") for name in ("a.py", "b.py")]
+    async with ToolSession(root, *SERVE) as tools:
+        assert not (await tools.call("apply_patch", patch=patch(*[line for h in hunks for line in h]))).is_error
+        edited = await tools.call("replace", file_path=str(root / "a.py"), old_string="x = 2", new_string="x = 3")
+        assert not edited.is_error
+        refused = await tools.call("undo", file_path=str(root / "b.py"))
+        assert refused.is_error and "edited again after edit 1 (edit 2); undo that first" in text_of(refused)
+        assert tree(root) == {"a.py": "x = 3\n", "b.py": "x = 2\n"}
+        assert not (await tools.call("undo", file_path=str(root / "a.py"))).is_error  # the replace
+        whole = await tools.call("undo", file_path=str(root / "b.py"))  # now the patch, both files
+        assert not whole.is_error and tree(root) == {"a.py": "x = 1\n", "b.py": "x = 1\n"}, text_of(whole)
+
+
 async def test_protected_paths_and_escaping_links_are_refused_at_either_end(root: Path, tmp_path: Path) -> None:
     (root / ".git").mkdir()
     (root / ".git" / "config").write_text("[core]\n")
     (root / "ok.py").write_text("x = 1\n")
     (root / "link.py").symlink_to(tmp_path / "root-evil" / "secret.txt")
+    (root / "out").symlink_to(tmp_path / "root-evil")
     decoy = snapshot(tmp_path / "root-evil")
     before = tree(root)
     cases = {
@@ -216,6 +233,8 @@ async def test_protected_paths_and_escaping_links_are_refused_at_either_end(root
         "Update File: link": patch("*** Update File: link.py", "@@", "-DECOY SECRET", "+owned"),
         "outside": patch(f"*** Add File: {tmp_path / 'root-evil' / 'new.txt'}", "+x"),
         "climbing": patch("*** Add File: ../root-evil/new.txt", "+x"),
+        "through a linked directory": patch("*** Add File: ok2.py", "+x", "*** Add File: out/new.txt", "+x"),
+        "moved through a linked directory": patch("*** Update File: ok.py", "*** Move to: out/ok.py", " x = 1"),
     }  # fmt: skip
     async with ToolSession(root, *SERVE) as tools:
         for case, body in cases.items():
