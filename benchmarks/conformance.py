@@ -55,6 +55,7 @@ from typing import Any
 
 NODE_PACKAGE = "node@22"
 SUITE_PACKAGE = "@modelcontextprotocol/conformance@0.1.16"
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 FIXTURE = "the suite's own fixture"
 # Server scenarios that only the suite's reference server can pass: they call its tools, read its
@@ -348,7 +349,9 @@ async def client_adapter(url: str) -> int:
     for name, sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_STATE_HOME", ".local/state"), ("XDG_DATA_HOME", ".local/share"), ("XDG_CACHE_HOME", ".cache")):
         os.environ[name] = str(home / sub)
     os.environ["BROWSER"] = f"{sys.executable} {Path(__file__).resolve()} open-url %s"
-    entry: dict[str, Any] = {"httpUrl": url}
+    # The suite's stand-in for the Client ID Metadata Document a user would publish for their client: used
+    # only where the authorization server says it accepts such documents.
+    entry: dict[str, Any] = {"httpUrl": url, "oauth": {"clientMetadataUrl": CLIENT_METADATA_URL}}
     if context.get("client_id"):
         entry["oauth"] = {"enabled": True, "clientId": context["client_id"]}
         if context.get("client_secret"):

@@ -16,6 +16,9 @@ A remote server may carry Gemini CLI's ``oauth`` block: ``enabled`` (``false`` t
 the server), ``clientId`` and ``clientSecret`` of a client registered beforehand (without them
 the client registers itself dynamically), ``scopes`` to request on top of those the server asks
 for, and ``redirectUri`` (a loopback ``http://127.0.0.1:PORT/PATH`` registered with that client).
+``clientMetadataUrl`` (not a Gemini CLI name) is the HTTPS URL of a Client ID Metadata Document the user
+publishes for their client: used as the client ID where the authorization server says it accepts such
+documents, before any dynamic registration.
 Without the block, OAuth starts when the server answers 401, unless ``headers`` already carry an
 ``Authorization``.
 
@@ -58,6 +61,7 @@ class OAuthConfig:
     client_secret: str | None = field(default=None, repr=False)
     scopes: tuple[str, ...] = ()
     redirect_uri: str | None = None
+    client_metadata_url: str | None = None  # the client's own Client ID Metadata Document (an HTTPS URL)
 
 
 class ConfigError(ValueError):
@@ -229,13 +233,24 @@ def _parse_oauth(entry: dict[str, Any], key: str, expand: _Expander) -> OAuthCon
         raise ConfigError(f"{key}.clientSecret", "needs 'clientId'")
     if redirect_uri and not _is_loopback_url(redirect_uri):
         raise ConfigError(f"{key}.redirectUri", f"must be a loopback http URL (http://127.0.0.1:PORT/...), got {redirect_uri!r}")
+    metadata_url = _optional(block, "clientMetadataUrl", str, key)
+    if metadata_url and not _is_metadata_document_url(metadata_url):
+        raise ConfigError(f"{key}.clientMetadataUrl",
+                          f"must be an https URL with a path (https://host/path/client.json), got {metadata_url!r}")
     return OAuthConfig(
         enabled=enabled is not False,
         client_id=expand(client_id, f"{key}.clientId") if client_id else None,
         client_secret=expand(client_secret, f"{key}.clientSecret") if client_secret else None,
         scopes=_string_list(block, "scopes", key) or (),
         redirect_uri=redirect_uri,
+        client_metadata_url=metadata_url,
     )
+
+
+def _is_metadata_document_url(url: str) -> bool:
+    """What a client ID must look like to be a metadata document's URL: https, a host, a path beyond `/`."""
+    parsed = urlsplit(url)
+    return parsed.scheme == "https" and bool(parsed.hostname) and parsed.path not in ("", "/")
 
 
 def _is_loopback_url(url: str) -> bool:

@@ -241,6 +241,7 @@ class ServerAuth:
             storage=self.store,
             redirect_handler=self._remember_url,
             callback_handler=self._wait_for_code,
+            client_metadata_url=self.settings.client_metadata_url,
         )
 
     async def _remember_url(self, url: str) -> None:

@@ -329,3 +329,18 @@ def test_the_oauth_block_is_read_with_gemini_cli_names(monkeypatch: pytest.Monke
         with pytest.raises(ConfigError) as caught:
             parse_config({"mcpServers": {"x": bad}})
         assert caught.value.key == key
+
+
+def test_a_client_metadata_document_url_is_read_checked_and_given_to_the_flow() -> None:
+    from coretools.client.oauth import ServerAuth
+
+    document = "https://tools.example/coretools/client.json"
+    entry = {"httpUrl": "https://x.example/mcp", "oauth": {"clientMetadataUrl": document}}
+    [config] = parse_config({"mcpServers": {"x": entry}})
+    assert config.oauth is not None and config.oauth.client_metadata_url == document
+    auth = ServerAuth(config, sign_in=None)
+    assert auth.provider is not None and auth.provider.context.client_metadata_url == document
+    for bad in ("http://tools.example/client.json", "https://tools.example/", "client.json"):
+        with pytest.raises(ConfigError) as caught:
+            parse_config({"mcpServers": {"x": {"httpUrl": "https://x/", "oauth": {"clientMetadataUrl": bad}}}})
+        assert caught.value.key == "mcpServers.x.oauth.clientMetadataUrl", bad
