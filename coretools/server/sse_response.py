@@ -56,14 +56,18 @@ class PostEventStream:
         self.raw_headers = sse_headers(headers)
         self.ended = False
         self.events = anyio.CancelScope()  # cancelled by `end_streams` when the server shuts down
+        self._pinger: asyncio.TimerHandle | None = None
+        self._pings: set[asyncio.Task[None]] = set()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         _OPEN.add(self)
+        loop = asyncio.get_running_loop()
         try:
             async with anyio.create_task_group() as tg:
                 if self.sender is not None:
                     tg.start_soon(self.sender)
-                watch = asyncio.get_running_loop().create_task(self._watch(receive, send, tg.cancel_scope))
+                watch = loop.create_task(self._watch(receive, tg.cancel_scope))
+                self._pinger = loop.call_later(PING_SECONDS, self._ping, send, tg.cancel_scope)
                 try:
                     await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
                     with self.events:
@@ -73,34 +77,44 @@ class PostEventStream:
                     self.ended = True
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 finally:
+                    self.ended = True
+                    self._pinger.cancel()
                     watch.cancel()
                 if self.events.cancel_called:  # cut short at shutdown: the writer may still be waiting to send
                     tg.cancel_scope.cancel()
         finally:
             _OPEN.discard(self)
 
-    async def _watch(self, receive: Any, send: Any, scope: anyio.CancelScope) -> None:
-        """Cancel everything when the client goes away; while it stays, ping it every PING_SECONDS.
+    async def _watch(self, receive: Any, scope: anyio.CancelScope) -> None:
+        """Cancel everything when the client goes away.
 
-        A plain asyncio task, not one of the task group's: it only waits, and is cancelled as the response
-        ends, where a task group's child costs several times as much to start and to stop. A failure ends
-        the stream as a child's would.
-
-        The wait for the client is what a ping interrupts, never the wait for an event: a receive that
-        times out loses nothing (the transport's disconnect state is sticky), an event could be lost."""
+        A plain asyncio task, not one of the task group's, and with no timeout of its own (pings are timed
+        by the event loop's timer instead): it only waits, and is cancelled as the response ends, where a
+        task group's child, or a cancel scope in any task, costs several times as much to start and to stop."""
         try:
-            while True:
-                with anyio.move_on_after(PING_SECONDS):
-                    if (await receive())["type"] == "http.disconnect":
-                        scope.cancel()
-                        return
-                    continue
-                if self.ended:
-                    return
-                ping = ensure_bytes({"comment": f"ping - {datetime.datetime.now(datetime.timezone.utc)}"}, SEPARATOR)
-                await send({"type": "http.response.body", "body": ping, "more_body": True})
+            while (await receive())["type"] != "http.disconnect":
+                pass
         except Exception:  # noqa: BLE001 - no task group to raise into: end the stream instead
             logger.debug("the watch of an event stream failed", exc_info=True)
+        scope.cancel()
+
+    def _ping(self, send: Any, scope: anyio.CancelScope) -> None:
+        """Every PING_SECONDS while the response is open, a comment, so the client (and any proxy between)
+        sees the stream alive during a slow call."""
+        loop = asyncio.get_running_loop()
+        self._pinger = loop.call_later(PING_SECONDS, self._ping, send, scope)
+        task = loop.create_task(self._send_ping(send, scope))
+        self._pings.add(task)
+        task.add_done_callback(self._pings.discard)
+
+    async def _send_ping(self, send: Any, scope: anyio.CancelScope) -> None:
+        if self.ended:  # checked with no await before the send: nothing follows the response's end
+            return
+        ping = ensure_bytes({"comment": f"ping - {datetime.datetime.now(datetime.timezone.utc)}"}, SEPARATOR)
+        try:
+            await send({"type": "http.response.body", "body": ping, "more_body": True})
+        except Exception:  # noqa: BLE001 - as a failed send of an event would, it ends the stream
+            logger.debug("a ping of an event stream failed", exc_info=True)
             scope.cancel()
 
 
