@@ -118,7 +118,8 @@ BENCHMARKS = (
 def machine() -> dict[str, str | int]:
     model = ""
     try:
-        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "")
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
     except OSError:
         pass
     return {
@@ -133,7 +134,8 @@ def commit() -> str:
     """The short commit the benchmarks ran on, marked when the code differs from it."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--", "coretools", "benchmarks", "pyproject.toml", "uv.lock", ":!benchmarks/results", ":!benchmarks/readme_figures.py"],
+        ["git", "status", "--porcelain", "--", "coretools", "benchmarks", "pyproject.toml", "uv.lock",
+         ":!benchmarks/results", ":!benchmarks/readme_figures.py"],
         cwd=REPO, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
     return head + (" with uncommitted changes" if dirty else "")
@@ -146,7 +148,8 @@ def run(benchmarks: list[Benchmark]) -> None:
         print(f"running {bench.command()} ...", file=sys.stderr, flush=True)
         load = os.getloadavg()[0]
         started = time.monotonic()
-        done = subprocess.run([sys.executable, str(REPO / "benchmarks" / bench.script), *bench.args], cwd=REPO, capture_output=True, text=True)
+        argv = [sys.executable, str(REPO / "benchmarks" / bench.script), *bench.args]
+        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"{bench.command()} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
         if not bench.parse(done.stdout):

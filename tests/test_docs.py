@@ -128,7 +128,8 @@ class Newcomer:
     def install(self) -> None:
         """The README's install line, unless the blocks before already ran it (one test run alone)."""
         if not self.command.exists():
-            line = next(line for b in BLOCKS if b.kind == "run" for line in commands(b) if line.startswith("uv tool install /path/to/clone"))
+            lines = (line for b in BLOCKS if b.kind == "run" for line in commands(b))
+            line = next(line for line in lines if line.startswith("uv tool install /path/to/clone"))
             done = self.shell(line)
             assert done.returncode == 0, done.stderr[-3000:]
 
@@ -197,7 +198,8 @@ def test_readme_block(block: Block, newcomer: Newcomer) -> None:
     if block.kind == "run":
         for line in commands(block):
             done = newcomer.shell(line)
-            assert done.returncode == 0, f"{block}: `{line}` exited {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            output = f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            assert done.returncode == 0, f"{block}: `{line}` exited {done.returncode}\n{output}"
         return
     newcomer.install()
     entry = entry_of(json.loads(newcomer.fill(block.text)))
@@ -242,7 +244,8 @@ def test_benchmark_table_is_the_one_the_script_wrote() -> None:
     rendered = figures.render()
     assert (REPO / "benchmarks" / "results" / "readme_table.md").read_text() == rendered
     readme = README.read_text(encoding="utf-8")
-    assert figures.readme_with(rendered, readme) == readme, "README.md's table differs: run `uv run --locked python benchmarks/readme_figures.py --render`"
+    again = "uv run --locked python benchmarks/readme_figures.py --render"
+    assert figures.readme_with(rendered, readme) == readme, f"README.md's table differs: run `{again}`"
     for name in json.loads((REPO / "benchmarks" / "results" / "run.json").read_text()):
         bench = next(b for b in figures.BENCHMARKS if b.name == name)
         assert bench.parse((REPO / "benchmarks" / "results" / f"{name}.txt").read_text()), f"{name}.txt holds no figures"
