@@ -16,8 +16,10 @@ wrapped in a shell heredoc, the first hunk of a file may omit its `@@`):
 A hunk is found from where the previous hunk of its file ended (after its `@@` line, when it names one):
 literally first, the first match winning as in Codex; then by the near-miss rules of `replace` that apply to
 whole lines, in order: trailing whitespace, indentation (the added lines re-based on the file's indentation,
-see `indent`), typographic punctuation (dashes, quotes, odd spaces), and blank lines the patch left out. A
-near miss must be the only one in reach, never a guess between two. Context lines keep the file's own text.
+see `indent`, unless the removed lines are the file's as written: then only the context slipped), typographic
+punctuation (dashes, quotes, odd spaces), and blank lines the patch left out (refused where added lines meet
+them: they could go on either side). A near miss must be the only one in reach, never a guess between two.
+Context lines keep the file's own text.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from itertools import islice
 from dataclasses import dataclass, field
+from itertools import islice
 
 from coretools.errors import ErrorKind, ToolError
 from coretools.tools.textedit.indent import AmbiguousIndentation, merge_lines
@@ -288,7 +290,7 @@ def _applied(text: str, hunks: list[Hunk], check: Callable[[], None] | None) -> 
     for hunk in hunks:
         if check is not None:
             check()
-        found = place(doc, hunk, at)
+        found = _place(doc, hunk, at)
         if placed and found.start < placed[-1].start + placed[-1].count:
             raise _NotFound(f"{hunk.title()} overlaps the hunk before it: hunks must follow the file's order.")
         placed.append(found)
@@ -300,7 +302,7 @@ def _applied(text: str, hunks: list[Hunk], check: Callable[[], None] | None) -> 
     return (new + final if out or final else new), placed
 
 
-def place(doc: _Doc, hunk: Hunk, at: int) -> Placed:
+def _place(doc: _Doc, hunk: Hunk, at: int) -> Placed:
     """Where `hunk` lands in the file, searching from line `at`."""
     lines, text = doc.lines, doc.text
     if hunk.header:
