@@ -48,7 +48,7 @@ def _shared_server(tmp_path_factory: pytest.TempPathFactory, *flags: str):
     (root / "a" / "fa.txt").write_text("alpha\n")
     (root / "b" / "fb.txt").write_text("beta\n")
     (root / "hello.txt").write_text("hello over http\n")
-    server = HttpServer.start([root], *flags, probe=True)
+    server = HttpServer.start([root], *flags, probe=True, forked=True)
     yield server, root, base
     assert server.stop() == 0
 
@@ -291,7 +291,7 @@ async def test_huge_search_does_not_block_another_clients_reads(tmp_path: Path) 
     files = (root / "tree" / f"d{d}" / f"f{f}.txt" for d in range(100) for f in range(100))
     linked_files(files, "hello world line\n" * 20)
     (root / "f.txt").write_text("quick\n")
-    with HttpServer.start([root]) as server:
+    with HttpServer.start([root], forked=True) as server:
         async with http_client(server.url) as searcher, http_client(server.url) as reader:
             if "search_file_content" not in [t.name for t in (await searcher.list_tools()).tools]:
                 pytest.skip("search_file_content is not published")
@@ -321,7 +321,7 @@ async def test_busy_limits_per_session_and_overall_without_a_queue(tmp_path: Pat
     markers.mkdir()
     # both clients connect from 127.0.0.1, one client to the server: it runs all of --max-calls but one
     flags = ("--max-session-calls", "2", "--max-calls", "4", "--queue-timeout", "0", "--structured-content")
-    with HttpServer.start([tmp_path / "root"], *flags, probe=True) as server:
+    with HttpServer.start([tmp_path / "root"], *flags, probe=True, forked=True) as server:
         async with http_client(server.url) as first, http_client(server.url) as second:
             async with anyio.create_task_group() as tg:
                 for i in range(2):
@@ -358,7 +358,7 @@ async def test_bearer_token_required(tmp_path: Path) -> None:
     (tmp_path / "root" / "f.txt").write_text("secret-free\n")
     token = "t0k3n-" + "x" * 40
     env = {"CORETOOLS_TEST_TOKEN": token}
-    with HttpServer.start([tmp_path / "root"], "--auth-token-env", "CORETOOLS_TEST_TOKEN", env=env) as server:
+    with HttpServer.start([tmp_path / "root"], "--auth-token-env", "CORETOOLS_TEST_TOKEN", env=env, forked=True) as server:
         assert "bearer token required" in "".join(server.stderr)
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
             response = _post(server.url, headers)
@@ -390,7 +390,7 @@ def test_dns_rebinding_protection(shared) -> None:
 def test_allowed_host_and_origin(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
     flags = ["--allowed-host", "mcp.example.test", "--allowed-origin", "https://app.example.test"]
-    with HttpServer.start([tmp_path / "root"], *flags) as server:
+    with HttpServer.start([tmp_path / "root"], *flags, forked=True) as server:
         port = server.url.split(":")[2].split("/")[0]
         assert _post(server.url, {"Host": f"mcp.example.test:{port}"}).status_code == 200
         assert _post(server.url, {"Host": "mcp.example.test"}).status_code == 200
@@ -436,13 +436,13 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_public_bind_with_insecure_no_auth_or_token(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"], "--host", "0.0.0.0", "--insecure-no-auth") as server:
+    with HttpServer.start([tmp_path / "root"], "--host", "0.0.0.0", "--insecure-no-auth", forked=True) as server:
         log = "".join(server.stderr)
         assert "WITHOUT authentication" in log and "--allowed-host" in log
         url = server.url.replace("0.0.0.0", "127.0.0.1")
         assert _post(url).status_code == 200
     env = {"CT_TOKEN": "abc" * 10}
-    with HttpServer.start([tmp_path / "root"], "--host", "0.0.0.0", "--auth-token-env", "CT_TOKEN", env=env) as server:
+    with HttpServer.start([tmp_path / "root"], "--host", "0.0.0.0", "--auth-token-env", "CT_TOKEN", env=env, forked=True) as server:
         url = server.url.replace("0.0.0.0", "127.0.0.1")
         assert _post(url).status_code == 401
         assert _post(url, {"Authorization": f"Bearer {'abc' * 10}"}).status_code == 200
@@ -455,7 +455,7 @@ def test_public_bind_with_insecure_no_auth_or_token(tmp_path: Path) -> None:
 def test_clean_shutdown_with_calls_in_flight(tmp_path: Path, sig: int) -> None:
     (tmp_path / "root").mkdir()
     marker = str(tmp_path / "inflight")
-    server = HttpServer.start([tmp_path / "root"], probe=True)
+    server = HttpServer.start([tmp_path / "root"], probe=True, forked=True)
     script = CLIENT_SCRIPT.format(tests=str(REPO / "tests"))
     client = subprocess.Popen([sys.executable, "-c", script, server.url, "legacy", marker], env=server_env(), stderr=subprocess.DEVNULL)
     try:
