@@ -93,8 +93,8 @@ def http_servers(tmp_path_factory: pytest.TempPathFactory):
     env = {"CORETOOLS_CANCEL_TOKEN": TOKEN}
     flags = ["--auth-token-env", "CORETOOLS_CANCEL_TOKEN", *HOST_PIDS]
     servers = {
-        "stateful": HttpServer.start([root], *flags, env=env),
-        "stateless": HttpServer.start([root], *flags, "--stateless", env=env),
+        "stateful": HttpServer.start([root], *flags, env=env, forked=True),
+        "stateless": HttpServer.start([root], *flags, "--stateless", env=env, forked=True),
     }
     yield servers, root
     for server in servers.values():
@@ -105,7 +105,7 @@ def http_servers(tmp_path_factory: pytest.TempPathFactory):
 def open_stateless_server(tmp_path_factory: pytest.TempPathFactory):
     """A stateless server without a bearer token."""
     root = tmp_path_factory.mktemp("open-root")
-    server = HttpServer.start([root], "--stateless", *HOST_PIDS)
+    server = HttpServer.start([root], "--stateless", *HOST_PIDS, forked=True)
     server.root = root
     yield server
     assert server.stop() == 0, "".join(server.stderr)
@@ -115,7 +115,7 @@ def _client(transport: str, mode: str, http_servers, root: Path, **kwargs):
     if transport == "stdio":
         from mcp import Client
 
-        return Client(stdio_params([root], *HOST_PIDS), mode=mode, **kwargs)
+        return Client(stdio_params([root], *HOST_PIDS, forked=True), mode=mode, **kwargs)
     servers, _ = http_servers
     return http_client(servers[transport].url, mode, token=TOKEN, **kwargs)
 
