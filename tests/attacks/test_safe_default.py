@@ -120,7 +120,8 @@ def scene() -> Iterator[Scene]:
 
 def start(scene: Scene, *flags: str, command: list[str] | None = None) -> HttpServer:
     try:
-        return HttpServer.start([scene.root], "--structured-content", *flags, env=scene.env(), command=command)
+        return HttpServer.start([scene.root], "--structured-content", *flags, env=scene.env(), command=command,
+                                forked=command is None)
     except RuntimeError as exc:
         pytest.fail(f"the server did not start with {' '.join(flags) or 'no shell option'}: {exc}")
 
