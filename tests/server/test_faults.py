@@ -81,7 +81,7 @@ def _spawn_client(transport: str, target: str, mode: str, root: Path, env: dict 
 def test_http_client_vanishing_mid_call_kills_the_commands_processes(tmp_path: Path, mode: str) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    with HttpServer.start([root], *HOST_PIDS) as server:
+    with HttpServer.start([root], *HOST_PIDS, forked=True) as server:
         client = _spawn_client("http", server.url, mode, root)
         try:
             assert wait_for(lambda: all((root / f"pid.{n}").exists() for n in ("shell", "bg", "fg")), 30)
@@ -177,7 +177,7 @@ async def test_full_tmpfs_during_write_file(tmp_path: Path) -> None:
     try:
         root = mnt / "root"
         root.mkdir()
-        with HttpServer.start([root]) as server:
+        with HttpServer.start([root], forked=True) as server:
             await _write_too_much(server, root, "No space left on device")
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
