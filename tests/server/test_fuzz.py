@@ -117,7 +117,7 @@ def session(tmp_path_factory: pytest.TempPathFactory):
         if flags[i] in known:
             args += flags[i : i + 2]
         i += 2
-    params = stdio_params([root], *args, env={"HOME": str(home)})
+    params = stdio_params([root], *args, env={"HOME": str(home)}, forked=True)
     params.cwd = str(cwd)
     errlog = base / "server-stderr.log"
     with start_blocking_portal("asyncio") as portal:
@@ -461,7 +461,7 @@ def test_raw_jsonrpc_garbage_keeps_the_server_answering(root: Path) -> None:
     import threading
 
     (root / "a.txt").write_text("raw ok\n")
-    params = stdio_params([root])
+    params = stdio_params([root], forked=True)
     proc = subprocess.Popen(
         [params.command, *params.args],
         stdin=subprocess.PIPE,
@@ -614,7 +614,7 @@ def test_every_tool_answers_every_bad_value_sent_raw(tmp_path: Path) -> None:
     base = tmp_path / "raw"
     root, _, cwd, home = _populate(base)
     params = stdio_params([root], "--allow-command", "echo", "--shell-timeout", "5", "--web-fetch-private", "deny",
-                          "--web-fetch-timeout", "1", env={"HOME": str(home)})
+                          "--web-fetch-timeout", "1", env={"HOME": str(home)}, forked=True)
     params.cwd = str(cwd)
     session = RawSession(params, base / "stderr.log")
     bad: list[str] = []
@@ -662,7 +662,7 @@ def test_lone_surrogates_reaching_the_tools_over_http_are_answered(tmp_path: Pat
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     flags = ("--allow-command", "echo", "--web-fetch-private", "deny", "--web-fetch-timeout", "1")
     bad: list[str] = []
-    with HttpServer.start([root], *flags, env={"HOME": str(home)}) as server, httpx2.Client(timeout=60, trust_env=False) as http:
+    with HttpServer.start([root], *flags, env={"HOME": str(home)}, forked=True) as server, httpx2.Client(timeout=60, trust_env=False) as http:
 
         def post(method: str, params: dict, name: str = "") -> dict:
             body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}})
