@@ -29,7 +29,7 @@ async def _client(root: Path, errlog: Path, *flags: str):
     from mcp.client.stdio import stdio_client
 
     with errlog.open("w") as err:
-        async with Client(stdio_client(stdio_params([root], *flags), errlog=err), mode="legacy") as client:
+        async with Client(stdio_client(stdio_params([root], *flags, forked=True), errlog=err), mode="legacy") as client:
             yield client
 
 
