@@ -60,7 +60,7 @@ async def server(root: Path, tmp_path: Path, *flags: str) -> AsyncIterator:
     from mcp.client.stdio import stdio_client
 
     with (tmp_path / "stderr.log").open("w") as errlog:
-        params = stdio_params([root], "--structured-content", *flags)
+        params = stdio_params([root], "--structured-content", *flags, forked=True)
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
             yield client
 
