@@ -159,7 +159,7 @@ def start_with_ping(roots: list[Path], ping: float, *flags: str) -> HttpServer:
     boot = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); import coretools.server.sse_response as s; "
             f"s.PING_SECONDS = {ping!r}; import http_harness as h; sys.exit(h.main_with_probe(sys.argv[1:]))")  # fmt: skip
     args = ["serve", "--transport", "http", "--port", "0", *sum((["--root", str(r)] for r in roots), []), *flags]
-    return HttpServer.start(roots, command=[sys.executable, "-c", boot, *args])
+    return HttpServer.start(roots, command=[sys.executable, "-c", boot, *args], forked=True)
 
 
 def port_of(server: HttpServer) -> int:
@@ -178,7 +178,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     """One server for the tests that open sessions of their own and leave nothing running behind them."""
     root = tmp_path_factory.mktemp("sse") / "root"
     root.mkdir()
-    with HttpServer.start([root]) as server:
+    with HttpServer.start([root], forked=True) as server:
         yield server
 
 
@@ -186,7 +186,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
 def stateless_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     root = tmp_path_factory.mktemp("sse-stateless") / "root"
     root.mkdir()
-    with HttpServer.start([root], "--stateless") as server:
+    with HttpServer.start([root], "--stateless", forked=True) as server:
         yield server
 
 
@@ -287,7 +287,7 @@ def test_concurrent_calls_on_one_session_do_not_wait_for_each_other(server: Http
 
 
 def test_sigterm_with_calls_in_flight_ends_promptly_and_kills_them(root: Path) -> None:
-    server = HttpServer.start([root])
+    server = HttpServer.start([root], forked=True)
     try:
         port = port_of(server)
         session = handshake(port)
