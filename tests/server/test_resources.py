@@ -314,7 +314,7 @@ async def test_the_memory_file_is_a_resource_over_stdio(root, mode, tmp_path) ->
     memory.parent.mkdir()
     memory.write_text("## Gemini Added Memories\n- likes tea\n")
     (root / "a.txt").write_text("a\n")
-    async with Client(stdio_params([root], "--memory-file", str(memory)), mode=mode) as client:
+    async with Client(stdio_params([root], "--memory-file", str(memory), forked=True), mode=mode) as client:
         listed = (await client.list_resources()).resources
         assert [r.uri for r in listed] == [file_uri(str(memory)), uri(root / "a.txt")]
         read = (await client.read_resource(file_uri(str(memory)))).contents[0]
@@ -327,7 +327,7 @@ async def test_the_memory_file_is_not_a_resource_over_http(root, mode, tmp_path)
     memory.parent.mkdir()
     memory.write_text("- private\n")
     (root / "a.txt").write_text("a\n")
-    with HttpServer.start([root], "--memory-file", str(memory)) as server:
+    with HttpServer.start([root], "--memory-file", str(memory), forked=True) as server:
         async with http_client(server.url, mode) as client:
             uris, _ = await list_all(client)
             assert uris == [uri(root / "a.txt")]
