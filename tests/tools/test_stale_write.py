@@ -51,7 +51,7 @@ async def _replace(client: Client, path: Path, old: str, new: str) -> types.Call
 async def test_stdio_append_between_read_and_replace_is_refused(tmp_path: Path) -> None:
     target = tmp_path / "a.py"
     target.write_text(BODY)
-    async with Client(stdio_client(stdio_params([tmp_path], "--structured-content")), mode="legacy") as client:
+    async with Client(stdio_client(stdio_params([tmp_path], "--structured-content", forked=True)), mode="legacy") as client:
         if True:
             assert not (await client.call_tool("read_file", {"absolute_path": str(target)})).is_error
             _append_elsewhere(target, "added by someone else\n")
@@ -70,7 +70,7 @@ async def test_stdio_append_between_read_and_replace_is_refused(tmp_path: Path) 
 async def test_stdio_editor_rename_before_write_file_is_refused(tmp_path: Path, mode: str) -> None:
     target = tmp_path / "notes.md"
     target.write_text(BODY)
-    async with Client(stdio_client(stdio_params([tmp_path], "--structured-content")), mode=mode) as client:
+    async with Client(stdio_client(stdio_params([tmp_path], "--structured-content", forked=True)), mode=mode) as client:
         if True:
             await client.call_tool("read_file", {"absolute_path": str(target)})
             _rename_over(target, "saved in an editor\n")
@@ -174,7 +174,7 @@ async def test_sessions_do_not_share_what_they_saw(tmp_path: Path) -> None:
     """Each stateful HTTP session has its own record: a read in one does not hold back another."""
     target = tmp_path / "a.txt"
     target.write_text(BODY)
-    server = HttpServer.start([tmp_path], "--structured-content")
+    server = HttpServer.start([tmp_path], "--structured-content", forked=True)
     try:
         async with http_client(server.url, "legacy") as reader, http_client(server.url, "legacy") as other:
             await reader.call_tool("read_file", {"absolute_path": str(target)})
