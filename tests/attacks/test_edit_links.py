@@ -77,7 +77,7 @@ async def test_a_link_to_a_file_outside_the_roots_is_not_written_through(
 
     inside = root / "notes.txt"
     os.link(outside, inside)
-    params = stdio_params([root], env={"CORETOOLS_STATE_DIR": str(state_dir)})
+    params = stdio_params([root], env={"CORETOOLS_STATE_DIR": str(state_dir)}, forked=True)
     with (tmp_path / "server.log").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
             result = await client.call_tool(tool, edit_args(tool, inside))
