@@ -71,7 +71,7 @@ async def test_a_server_checks_grammar_crashers_and_keeps_serving(tmp_path: Path
     from mcp import Client
     from mcp.client.stdio import stdio_client
 
-    params = stdio_params([tmp_path], "--allow-command", "echo")
+    params = stdio_params([tmp_path], "--allow-command", "echo", forked=True)
     target = tmp_path / "script.sh"
     async with Client(stdio_client(params, errlog=sys.stderr), mode="legacy") as client:
         for command in PROBES:
