@@ -92,11 +92,13 @@ def test_hunks_land_literally_then_by_the_near_miss_rules_never_between_two() ->
     assert grammar.apply_hunks(text, op.hunks, "a.py")[0].split("\n")[1] == "    a = 2"  # the file's indentation
     twice = "if a:\n    x = 1\nif b:\n    x = 1\n"
     [op] = grammar.parse(patch("*** Update File: t.py", "@@", "-  x = 1", "+  x = 2"))
+    assert grammar.apply_hunks(twice, op.hunks, "t.py")[0] == "if a:\n    x = 2\nif b:\n    x = 1\n"  # as literally
+    nested = "if a:\n    x = 1\nif b:\n        x = 1\n"
     with pytest.raises(ToolError) as refused:
-        grammar.apply_hunks(twice, op.hunks, "t.py")
+        grammar.apply_hunks(nested, op.hunks, "t.py")
     assert "match at several places (from lines 2, 4)" in refused.value.message
     [op] = grammar.parse(patch("*** Update File: t.py", "@@ if b:", "-    x = 1", "+    x = 2"))
-    assert grammar.apply_hunks(twice, op.hunks, "t.py")[0] == "if a:\n    x = 1\nif b:\n    x = 2\n"
+    assert grammar.apply_hunks(nested, op.hunks, "t.py")[0] == "if a:\n    x = 1\nif b:\n        x = 2\n"
 
 
 def test_a_hunk_that_changes_indentation_keeps_it_when_only_its_context_slipped() -> None:

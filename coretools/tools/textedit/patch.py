@@ -18,8 +18,9 @@ literally first, the first match winning as in Codex; then by the near-miss rule
 whole lines, in order: trailing whitespace, indentation (the added lines re-based on the file's indentation,
 see `indent`, unless the removed lines are the file's as written: then only the context slipped), typographic
 punctuation (dashes, quotes, odd spaces), and blank lines the patch left out (refused where added lines meet
-them: they could go on either side). A near miss must be the only one in reach, never a guess between two.
-Context lines keep the file's own text.
+them: they could go on either side). A near miss is never a guess between two texts: its matches in reach
+must all be the same lines of the file (then the first is taken, as the literal match would be). Context lines
+keep the file's own text.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ END_OF_FILE = "*** End of File"
 MAX_PATCH_CHARS = 4 * 1024 * 1024
 MAX_PATCH_FILES = 200
 MAX_PATCH_HUNKS = 2000
+MAX_SAME_HITS = 50  # near-miss matches compared (all the same text in the file: the first is taken)
 _HEREDOC = re.compile(r"""^(?:apply_patch\s*)?<<-?\s*(['"]?)(\w+)\1\s*$""")
 _RANGES = re.compile(r"^-\d+(?:,\d+)? \+\d+(?:,\d+)? @@(?: ?(.*))?$")  # a unified diff's "@@ -1,3 +1,4 @@"
 _PUNCTUATION = str.maketrans({
@@ -358,8 +360,9 @@ def _with_context(hunk: Hunk, window: list[str]) -> list[str]:
 
 def _seek(doc: _Doc, pattern: list[str], at: int, at_end: bool, what: str) -> tuple[int, str] | None:
     """(start, rule) of `pattern` in the file from line `at`: literally, the first match (from the end first
-    when `at_end`); else by each near-miss rule in turn, which must find one match only (several: _NotFound,
-    the refusal starting with `what`)."""
+    when `at_end`); else by each near-miss rule in turn, whose matches must all be the same text in the file
+    (then the first wins, as it would literally); matches that differ are a refusal (_NotFound, starting with
+    `what`), never a guess between them."""
     lines, n = doc.lines, len(pattern)
     last = len(lines) - n
     if n == 0 or last < at:
@@ -372,10 +375,10 @@ def _seek(doc: _Doc, pattern: list[str], at: int, at_end: bool, what: str) -> tu
         want, keyed = [key(p) for p in pattern], doc.keyed(rule, key)
         if at_end and keyed[last:] == want:
             return last, rule
-        hits = list(islice(_find(keyed, want, at, last + 1), 5))
-        if len(hits) == 1:
-            return hits[0], rule
-        if len(hits) > 1:
+        hits = list(islice(_find(keyed, want, at, last + 1), MAX_SAME_HITS + 1))
+        if hits and len(hits) <= MAX_SAME_HITS and all(lines[h:h + n] == lines[hits[0]:hits[0] + n] for h in hits):
+            return hits[0], rule  # one text in the file: the first, as a literal match would be
+        if hits:
             starts = ", ".join(str(h + 1) for h in hits[:5])
             raise _NotFound(f"{what} not in the file as written, and ignoring {rule} they match at several "
                            f"places (from lines {starts}); add context lines, or an @@ line naming the function or "
@@ -385,18 +388,20 @@ def _seek(doc: _Doc, pattern: list[str], at: int, at_end: bool, what: str) -> tu
 
 def _without_blanks(doc: _Doc, hunk: Hunk, at: int) -> Placed | None:
     """The hunk placed where its non-blank old lines match the file's non-blank lines (trailing whitespace
-    aside) in order, the file having blank lines the patch left out or the other way round: the only such
-    place in reach. The blank lines only the file has stay; a blank line only the patch has is dropped. Added
+    aside) in order, the file having blank lines the patch left out or the other way round: the first such
+    place in reach when all of them are the same text in the file. The blank lines only the file has stay; a blank line only the patch has is dropped. Added
     lines where the patch left out blank lines could go on either side of them, or straddle them: refused."""
     want = [t.rstrip() for t in hunk.old if t.strip()]
     if not want:
         return None
     index, keys = doc.filled()
     n = len(want)
-    hits = list(islice(_find(keys, want, bisect_left(index, at), len(keys) - n + 1), 2))
-    if len(hits) != 1:
+    hits = list(islice(_find(keys, want, bisect_left(index, at), len(keys) - n + 1), MAX_SAME_HITS + 1))
+    spans = [(index[h], index[h + n - 1] + 1) for h in hits]
+    texts = {tuple(doc.lines[a:b]) for a, b in spans}
+    if not hits or len(hits) > MAX_SAME_HITS or len(texts) > 1:
         return None
-    start, end = index[hits[0]], index[hits[0] + n - 1] + 1
+    start, end = spans[0]
     window, out, k = doc.lines[start:end], [], 0
     for j, (mark, text) in enumerate(hunk.ops):
         if mark == "+":
