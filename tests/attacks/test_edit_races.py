@@ -63,8 +63,8 @@ async def test_concurrent_edits_from_two_servers_are_never_lost(root: Path, stat
     target.write_text("x" * 300_000 + "\nEND\n")
     env = {"CORETOOLS_STATE_DIR": str(state_dir)}
     answers: dict[int, tuple[bool, str]] = {}
-    with HttpServer.start([root], "--stateless", "--no-journal", env=env) as one, \
-            HttpServer.start([root], "--stateless", "--no-journal", env=env) as two:  # fmt: skip
+    with HttpServer.start([root], "--stateless", "--no-journal", env=env, forked=True) as one, \
+            HttpServer.start([root], "--stateless", "--no-journal", env=env, forked=True) as two:  # fmt: skip
 
         async def edit(url: str, i: int) -> None:
             # Each edit is its own client (its own User-Agent): one that had edited the file before would
@@ -159,7 +159,7 @@ async def listings(state_dir: Path, root: Path, errlog: Path) -> str:
     from mcp.client.stdio import stdio_client
 
     shown = []
-    params = stdio_params([root], env={"CORETOOLS_STATE_DIR": str(state_dir)})
+    params = stdio_params([root], env={"CORETOOLS_STATE_DIR": str(state_dir)}, forked=True)
     with errlog.open("w") as err:
         async with Client(stdio_client(params, errlog=err), mode="legacy") as client:
             for tool, args in (
