@@ -946,7 +946,7 @@ async def test_stdio_session_refuses_escapes(
     with open(log, "w") as errlog:
         async with AsyncExitStack() as stack:
             client = await stack.enter_async_context(
-                Client(stdio_client(stdio_params([scene.root], env=env), errlog=errlog), mode=mode)
+                Client(stdio_client(stdio_params([scene.root], env=env, forked=True), errlog=errlog), mode=mode)
             )
             names = {t.name for t in (await client.list_tools()).tools}
             ran = 0
