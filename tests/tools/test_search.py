@@ -329,7 +329,7 @@ async def test_search_over_stdio_session(root: Path) -> None:
     from tests.conftest import stdio_params
 
     build_tree(root)
-    async with stdio_client(stdio_params([root])) as (read, write_):
+    async with stdio_client(stdio_params([root], forked=True)) as (read, write_):
         async with ClientSession(read, write_) as session:
             await session.initialize()
             result = await session.call_tool("search_file_content", {"pattern": "TOKEN", "include": "*.py"})
