@@ -211,7 +211,7 @@ async def test_background_children_killed_when_stdio_server_exits(root: Path) ->
 
     pidfile = root / "pids"
     command = f"sleep 60 & (setsid sleep 61 & echo $! > {pidfile}.tmp); echo $! >> {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; sleep 62"
-    params = stdio_params([root], "--structured-content", *LANDLOCK)
+    params = stdio_params([root], "--structured-content", *LANDLOCK, forked=True)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         result = await session.call_tool("run_shell_command", {"command": command, "is_background": True})
