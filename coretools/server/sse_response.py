@@ -4,8 +4,9 @@ The SDK answers each POST that carries a request with sse_starlette's `EventSour
 five tasks per response: the body, a keep-alive ping, a shutdown listener, a disconnect listener and the
 SDK's writer. A call's answer is usually one event, so those tasks cost more than the answer itself (about a
 tenth of the server's CPU per `read_file` call). `PostEventStream` sends the same bytes (sse_starlette's own
-encoder, the same headers) from one loop, beside the SDK's writer and a disconnect listener that also
-times the pings.
+encoder, the same headers) from one loop, beside the SDK's writer and a disconnect listener, both plain
+asyncio tasks (an anyio task group's child costs several times as much to start and to stop); the pings
+are timed by the event loop's timer.
 
 Only the POST answer is replaced: it ends with the call's response. The standalone GET stream and a
 replay live until the session or the server ends, and keep sse_starlette for its shutdown handling.
@@ -62,41 +63,51 @@ class PostEventStream:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         _OPEN.add(self)
         loop = asyncio.get_running_loop()
+        stop = anyio.CancelScope()  # cancelled when the client goes away, or the writer or a ping fails
+        sender = loop.create_task(self._send_events(stop)) if self.sender is not None else None
+        watch = loop.create_task(self._watch(receive, stop, sender))
+        self._pinger = loop.call_later(PING_SECONDS, self._ping, send, stop)
+        finished = False
         try:
-            async with anyio.create_task_group() as tg:
-                if self.sender is not None:
-                    tg.start_soon(self.sender)
-                watch = loop.create_task(self._watch(receive, tg.cancel_scope))
-                self._pinger = loop.call_later(PING_SECONDS, self._ping, send, tg.cancel_scope)
-                try:
-                    await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-                    with self.events:
-                        async for event in self.content:
-                            body = ensure_bytes(event, SEPARATOR)
-                            await send({"type": "http.response.body", "body": body, "more_body": True})
-                    self.ended = True
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                finally:
-                    self.ended = True
-                    self._pinger.cancel()
-                    watch.cancel()
-                if self.events.cancel_called:  # cut short at shutdown: the writer may still be waiting to send
-                    tg.cancel_scope.cancel()
+            with stop:
+                await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+                with self.events:
+                    async for event in self.content:
+                        body = ensure_bytes(event, SEPARATOR)
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                self.ended = True
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                finished = not self.events.cancel_called
         finally:
+            self.ended = True
+            self._pinger.cancel()
+            watch.cancel()
+            if sender is not None and not finished:  # cut short: the writer may still be waiting to send
+                sender.cancel()
             _OPEN.discard(self)
 
-    async def _watch(self, receive: Any, scope: anyio.CancelScope) -> None:
-        """Cancel everything when the client goes away.
+    async def _send_events(self, stop: anyio.CancelScope) -> None:
+        """The SDK's writer, which puts the call's messages on the stream; one that fails ends the stream."""
+        assert self.sender is not None
+        try:
+            await self.sender()
+        except Exception:  # noqa: BLE001 - a plain task has no task group to raise into
+            logger.exception("the writer of an event stream failed")
+            stop.cancel()
 
-        A plain asyncio task, not one of the task group's, and with no timeout of its own (pings are timed
-        by the event loop's timer instead): it only waits, and is cancelled as the response ends, where a
-        task group's child, or a cancel scope in any task, costs several times as much to start and to stop."""
+    async def _watch(self, receive: Any, stop: anyio.CancelScope, sender: asyncio.Task[None] | None) -> None:
+        """End the stream and the writer when the client goes away.
+
+        It only waits, with no timeout of its own (the pings have a timer), and is cancelled as the
+        response ends."""
         try:
             while (await receive())["type"] != "http.disconnect":
                 pass
-        except Exception:  # noqa: BLE001 - no task group to raise into: end the stream instead
+        except Exception:  # noqa: BLE001 - a plain task has no task group to raise into: end the stream
             logger.debug("the watch of an event stream failed", exc_info=True)
-        scope.cancel()
+        stop.cancel()
+        if sender is not None:
+            sender.cancel()
 
     def _ping(self, send: Any, scope: anyio.CancelScope) -> None:
         """Every PING_SECONDS while the response is open, a comment, so the client (and any proxy between)
