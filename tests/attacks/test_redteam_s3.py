@@ -240,6 +240,34 @@ async def test_held_escapes_and_protected_paths(server: HttpServer, here: Path, 
     assert snapshot(decoy) == outside and snapshot(here) == inside
 
 
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("apply_patch", lambda d: {"patch": patch(f"*** Add File: {d}/g/hooks/post-checkout", "+#!/bin/sh")}),
+        ("apply_patch", lambda d: {"patch": patch(f"*** Update File: {d}/e", "@@", "-SECRET=1", "+SECRET=2")}),
+        ("edit_file", lambda d: {"file_path": str(d / "g/config"),
+                                 "edits": [{"old_string": "[core]", "new_string": "[core]\n\tfsmonitor = x"}]}),
+        ("move_file", lambda d: {"source": str(d / "a.txt"), "destination": str(d / "g/hooks/pre-push")}),
+        ("delete_file", lambda d: {"path": str(d / "g/config")}),
+    ],
+    ids=["patch-hook", "patch-env", "edit-config", "move-hook", "delete-config"],
+)
+async def test_held_links_inside_the_root_to_dot_git_and_dot_env(server: HttpServer, here: Path, tool, args) -> None:
+    """Links that stay inside the root but lead into `.git` or to `.env` are judged by where they lead."""
+    (here / ".git").mkdir()
+    (here / ".git" / "hooks").mkdir()
+    (here / ".git" / "config").write_text("[core]\n")
+    (here / ".env").write_text("SECRET=1\n")
+    (here / "a.txt").write_text("A\n")
+    os.symlink(".git", here / "g")
+    os.symlink(".env", here / "e")
+    inside = snapshot(here)
+    async with http_client(server.url) as client:
+        result = await client.call_tool(tool, args(here))
+    assert result.is_error and text_of(result).startswith("Path is protected: "), text_of(result)
+    assert snapshot(here) == inside
+
+
 async def test_held_a_hard_link_to_outside_is_replaced_not_written_through(
     server: HttpServer, here: Path, decoy: Path
 ) -> None:
@@ -306,3 +334,35 @@ async def test_held_stop_ends_what_the_command_detached(server: HttpServer, here
     with anyio.fail_after(10):
         while running():
             await anyio.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def terminal_server(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("redteam_s3_tty")
+    with HttpServer.start([root], *FLAGS, "--background-tty") as running:
+        yield running
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "red team s3: an exception in the terminal emulator (pyte: a CSI parameter of over 4,300 digits "
+        "raises ValueError) kills the job's reader thread: traceback on stderr, the job gone, and "
+        "run_shell_command answers success with no PID, no exit code and no error"
+    ),
+)
+async def test_a_terminal_job_survives_what_its_program_writes(terminal_server: HttpServer) -> None:
+    """A program's output is untrusted input to the emulator. Here `ESC [` and 5,000 digits: the job vanished
+    (list_background_processes finds none) and the call's answer says nothing went wrong."""
+    command = r"printf '\033['; head -c 5000 /dev/zero | tr '\0' 1; printf 'm\nafter\n'; sleep 2"
+    async with http_client(terminal_server.url) as client:
+        started = await client.call_tool("run_shell_command", {"command": command, "is_background": True,
+                                                               "delay_ms": 100})  # fmt: skip
+        text = text_of(started)
+        if not started.is_error:
+            assert "pid" in (started.structured_content or {}), text
+            read = await client.call_tool("read_background_output", {"pid": started.structured_content["pid"],
+                                                                     "delay_ms": 3000})  # fmt: skip
+            text = text_of(read)
+            assert "after" in text, text
+    assert not any("Traceback" in line for line in terminal_server.stderr), "".join(terminal_server.stderr)[-2000:]
