@@ -159,10 +159,9 @@ def replayed(text: str, old: str, new: str, check: Callable[[], None] | None = N
             return []
         if any(tok not in text for tok in set(want)):
             continue
-        recent: list[tuple[int, int]] = []
         spans = []
-        for _ in _kmp(_remember(_TOKEN.finditer(text), recent, len(want)), want, check):
-            start, end = recent[-len(want)][0], recent[-1][1]
+        for run in token_runs(text, want, check):
+            start, end = run[0][0], run[-1][1]
             before, after = text[text.rfind("\n", 0, start) + 1 : start], text[end : _line_end(text, end)]
             if before.strip(" \t") or after.strip(" \t"):
                 continue
@@ -336,12 +335,10 @@ def _token_flexible(text: str, old: str, new: str, check: Callable[[], None] | N
     m = len(old_toks)
     found = Recovery("tokens")
     spans_at: list[list[tuple[int, int]]] = []
-    file_toks = _TOKEN.finditer(text)
-    recent: list[tuple[int, int]] = []
-    for _ in _kmp(_remember(file_toks, recent, m), [t for t, _, _ in old_toks], check):
+    for run in token_runs(text, [t for t, _, _ in old_toks], check):
         found.count += 1
         if len(spans_at) < MAX_MATCHES_KEPT:
-            spans_at.append(recent[-m:])
+            spans_at.append(run)
     if not found.count:
         return found
     new_toks = [(mt.group(), mt.start(), mt.end()) for mt in _TOKEN.finditer(new)]
@@ -354,6 +351,86 @@ def _token_flexible(text: str, old: str, new: str, check: Callable[[], None] | N
     return found
 
 
+_SPACES = re.compile(r"\s*")
+ANCHOR_CANDIDATES = 8  # of the needle's longest distinct tokens, the rarest in the text anchors the search
+MAX_ANCHORED_TOKENS = 1_000_000  # tokens read around anchors before the search falls back to one linear pass
+
+
+def token_runs(text: str, want: list[str], check: Callable[[], None] | None = None) -> Iterator[list[tuple[int, int]]]:
+    """The non-overlapping runs of tokens equal to `want` in `text` (whatever the whitespace between them), left
+    to right, each as its tokens' spans.
+
+    The text is never tokenized whole: the needle's rarest token (of its longest few, counted in C) anchors
+    the search, each place it stands as a whole token is found with `str.find`, and only there are the
+    tokens before and after it read and compared. Runs come in the order of their anchors, which is the order
+    of their starts, so the first found is the leftmost and each next one begins after the one before."""
+    m = len(want)
+    if not m:
+        return
+    longest = sorted(set(want), key=len, reverse=True)[:ANCHOR_CANDIDATES]
+    anchor = min(longest, key=text.count)
+    k = want.index(anchor)
+    done = 0  # a run may begin here or later
+    budget = [MAX_ANCHORED_TOKENS]
+    pos = text.find(anchor)
+    seen = 0
+    while pos >= 0:
+        seen += 1
+        if check is not None and not seen % CHECK_EVERY:
+            check()
+        spans = _run_at(text, pos, anchor, want, k, budget)
+        if budget[0] < 0:
+            # A text built to make each anchor read far before failing: the rest in one linear pass.
+            recent: list[tuple[int, int]] = []
+            for _ in _kmp(_remember(_TOKEN.finditer(text, done), recent, m), want, check):
+                yield recent[-m:]
+            return
+        if spans is not None and spans[0][0] >= done:
+            yield spans
+            done = spans[-1][1]
+            pos = text.find(anchor, max(done, pos + 1))
+            continue
+        pos = text.find(anchor, pos + 1)
+
+
+def _run_at(text: str, pos: int, anchor: str, want: list[str], k: int,
+            budget: list[int]) -> list[tuple[int, int]] | None:
+    """The spans of the run of `want` whose token `k` is `anchor` at `pos`, or None. Each token read is taken
+    from `budget[0]`."""
+    end = pos + len(anchor)
+    if _is_word(anchor[0]) and pos and _is_word(text[pos - 1]):
+        return None  # inside a longer word
+    if _is_word(anchor[-1]) and end < len(text) and _is_word(text[end]):
+        return None
+    before: list[tuple[int, int]] = []
+    cursor = pos
+    for j in range(k - 1, -1, -1):
+        while cursor and text[cursor - 1].isspace():
+            cursor -= 1
+        if not cursor:
+            return None
+        start = cursor - 1
+        if _is_word(text[start]):
+            while start and _is_word(text[start - 1]):
+                start -= 1
+        budget[0] -= 1
+        if text[start:cursor] != want[j]:
+            return None
+        before.append((start, cursor))
+        cursor = start
+    spans = [*reversed(before), (pos, end)]
+    cursor = end
+    for j in range(k + 1, len(want)):
+        cursor = _SPACES.match(text, cursor).end()  # type: ignore[union-attr]
+        token = _TOKEN.match(text, cursor)
+        budget[0] -= 1
+        if token is None or token.group() != want[j]:
+            return None
+        spans.append(token.span())
+        cursor = token.end()
+    return spans
+
+
 def _remember(matches: Iterator[re.Match[str]], recent: list[tuple[int, int]], keep: int) -> Iterator[str]:
     """The tokens' texts, keeping the spans of the last `keep` of them in `recent` (trimmed now and then)."""
     for m in matches:
@@ -361,6 +438,11 @@ def _remember(matches: Iterator[re.Match[str]], recent: list[tuple[int, int]], k
         if len(recent) > 4 * keep + 64:
             del recent[: len(recent) - keep]
         yield m.group()
+
+
+def _is_word(ch: str) -> bool:
+    """Whether `ch` is a character of `\\w` (what `_TOKEN` joins into one token)."""
+    return ch.isalnum() or ch == "_"
 
 
 def _at_line_start(old: str, old_toks: list) -> bool:
