@@ -64,7 +64,10 @@ class WriteBackgroundInput(Tool):
     hint = "answer a background command's prompt (a REPL, an installer's question) or send it Ctrl-C."
     opt_in = True
     read_only = False
+    # What is typed runs as the command's own input: a shell, a REPL or an installer can do anything with it.
+    destructive = True
     idempotent = False
+    open_world = True
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         job = find(ctx, args["pid"])
