@@ -76,14 +76,6 @@ def patch(*lines: str) -> str:
     return "\n".join(("*** Begin Patch", *lines, "*** End Patch")) + "\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "red team s3: edit_file counts an edit's matches by materialising them: a chained allow_multiple "
-        "edit refused for size first costs ~135 bytes of peak memory per match (+540 MiB here, 4 GiB at "
-        "30M matches)"
-    ),
-)
 async def test_edit_file_chained_multiple_replacements_are_counted_without_materialising_them(
     server: HttpServer, here: Path
 ) -> None:

@@ -403,3 +403,14 @@ async def test_without_confirm_flag_no_question_is_asked(root: Path) -> None:
     async with connect([root], "legacy", elicitation_callback=_answer("decline", seen)) as client:
         res = await client.call_tool("replace", {"file_path": str(f), "old_string": "before", "new_string": "after"})
     assert not res.is_error and seen == [] and f.read_text() == "after\n"
+
+
+async def test_more_occurrences_than_one_edit_replaces_are_refused_before_any_is_kept(root: Path) -> None:
+    from coretools.tools.textedit.replacement import MAX_REPLACEMENTS
+
+    f = root / "many.txt"
+    f.write_text("a" * (MAX_REPLACEMENTS + 1))
+    res = await call_tool(root, "replace", {"file_path": str(f), "old_string": "a", "new_string": "b",
+                                            "allow_multiple": True})
+    assert res.is_error and f"occurs {MAX_REPLACEMENTS + 1:,} times" in text_of(res), text_of(res)
+    assert f.read_text() == "a" * (MAX_REPLACEMENTS + 1)

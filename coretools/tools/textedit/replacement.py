@@ -50,6 +50,7 @@ def replace_text(path: str, text: str, codec: Codec, breaks: Newlines, old_strin
     exactly `expected` occurrences, or every one (at least one) when None. Refused with a ToolError saying
     why and what is nearest when old_string is not there nor near, when the count differs, when the edit
     is applied already, when it changes nothing, or when the result is over the edit limit."""
+    _refuse_too_many(path, _count(text, old_string, breaks))
     matches, newline_at = _find(text, old_string, breaks)
     if not matches:
         return _recovered(path, text, codec, breaks, old_string, new_string, expected, wording)
@@ -241,6 +242,31 @@ def _find_all(text: str, needle: str) -> list[tuple[int, int]]:
         out.append((pos, pos + len(needle)))
         pos = text.find(needle, pos + len(needle))
     return out
+
+
+MAX_REPLACEMENTS = 100_000
+"""Occurrences one call replaces at most. Each is held as a pair of offsets until the result is measured: a
+one-character old_string in a file of that character is one pair per byte, gigabytes for a large file."""
+
+
+def _count(text: str, old_string: str, breaks: Newlines) -> int:
+    """How many times `_find` would find `old_string`, counted in C without keeping any of them."""
+    old_lf = to_lf(old_string)
+    if not breaks.crlf:
+        return text.count(old_lf)
+    if not breaks.mixed:
+        return text.count(old_lf.replace("\n", "\r\n"))
+    return text.replace("\r\n", "\n").count(old_lf)
+
+
+def _refuse_too_many(path: str, count: int) -> None:
+    if count > MAX_REPLACEMENTS:
+        raise ToolError(
+            f"Failed to edit {path}: old_string occurs {count:,} times, and one edit replaces at most "
+            f"{MAX_REPLACEMENTS:,} occurrences. Nothing was changed. Make old_string longer so that it names "
+            "fewer places, or rewrite the file with write_file.",
+            ErrorKind.EDIT_EXPECTED_OCCURRENCE_MISMATCH,
+        )
 
 
 def _find(text: str, old_string: str, breaks: Newlines):
