@@ -55,6 +55,7 @@ def describe(job: BackgroundJob) -> str:
     in a terminal and probably waiting for input."""
     end = f" (Exit Code: {job.exit_code})" if job.exit_code is not None else ""
     end += f" (Signal: {job.signal})" if job.signal is not None else ""
+    end += f" (stopped: the server failed to follow it: {job.failure})" if job.failure is not None else ""
     age = (job.ended if job.ended is not None else time.monotonic()) - job.started
     notes = [f"ran {age:.1f} s" if job.ended is not None else f"running for {age:.1f} s",
              f"output {job.received:,} bytes, log {job.log_size:,} bytes ({job.log_size - job.read_mark:,} unread)"]
@@ -83,6 +84,7 @@ def as_dict(job: BackgroundJob) -> dict:
         "unread_bytes": job.log_size - job.read_mark,
         "terminal": job.terminal is not None,
         "waiting_for_input": job.waiting_for_input(),
+        "failure": job.failure,
     }
 
 
@@ -224,6 +226,8 @@ def status(job: BackgroundJob) -> str:
         how = f"was ended by signal {job.signal}"
     else:
         how = "is running" + (" in a terminal" if job.terminal is not None else "")
+    if job.failure is not None:
+        how += f"; the server failed to follow it ({job.failure}) and stopped it, so its output after that is lost"
     return f"Background process {job.pid} (`{shorten_command(job.label)}`) {how}."
 
 

@@ -396,6 +396,9 @@ class RunShellCommand(Tool):
         except BaseException:
             job.kill_now("cancelled")
             raise
+        if job.exited.is_set() and job.failure is not None:
+            raise ToolError(f"The server failed to follow the background command ({job.failure}) and stopped it. "
+                            f"What it wrote is in {job.log_path}.", ErrorKind.SHELL_EXECUTE_ERROR)  # fmt: skip
         if job.exited.is_set():
             shell.jobs.given_whole(job)
             try:

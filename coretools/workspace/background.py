@@ -147,7 +147,8 @@ class BackgroundJob:
         self.initial = bytearray()
         self.exit_code: int | None = None
         self.signal: int | None = None
-        self.stopped: str | None = None  # "lifetime" | "shutdown" | "cancelled"
+        self.stopped: str | None = None  # "lifetime" | "shutdown" | "cancelled" | "failed" ...
+        self.failure: str | None = None  # why the server stopped following it (`_fail`)
         self.exited = threading.Event()  # the leader is reaped and both streams are closed
         self.done = threading.Event()  # nothing of the command is left and the log is closed
         self._process, self._group, self._spec, self._area = process, group, spec, area
@@ -276,8 +277,23 @@ class BackgroundJob:
             self._note_end()
             self._watch_leftovers()
             self._note_epilogue()
+        except Exception as exc:  # noqa: BLE001 - the job must end with a reason, never vanish
+            self._fail(exc)
         finally:
             self._finish()
+
+    def _fail(self, exc: Exception) -> None:
+        """Following the command failed (a bug, not the command's doing): stop all of it and say why in
+        the log and in `failure`, which the tools show, rather than leave a command nobody reads."""
+        self.failure = f"{type(exc).__name__}: {str(exc)[:200]}"
+        logger.error("background command %d: following it failed (%s); it was stopped", self.pid, self.failure)
+        self.stopped = self.stopped or "failed"
+        kill_group(self._group, signal.SIGKILL)
+        code = self._process.wait()
+        self.exit_code, self.signal = (None, -code) if code < 0 else (code, None)
+        self.ended = self.ended or time.monotonic()
+        self._log(f"\n[coretools: the server failed to follow the command ({self.failure}); it was stopped "
+                  "(SIGKILL to its process group) and what it wrote after this point is lost]\n".encode())  # fmt: skip
 
     def _deadline(self) -> float | None:
         ends = [self.started + self._limits.lifetime if self._limits.lifetime else None,
@@ -351,7 +367,11 @@ class BackgroundJob:
             cap = self._limits.log_cap
             if self._logged < cap and self.received - len(chunk) <= cap * SCREEN_CAP_FACTOR:
                 with self._screen_lock:
+                    faults = self.terminal.faults
                     self.terminal.feed(chunk)
+                if faults == 0 and self.terminal.faults:
+                    self._log(b"\n[coretools: the terminal emulator failed on the command's output; the rest of "
+                              b"that piece of output is not shown (this is said once)]\n")  # fmt: skip
                 if self.received > cap * SCREEN_CAP_FACTOR:  # a screen redrawn in place forever logs little
                     self._log(f"\n[coretools: the command wrote more than {cap * SCREEN_CAP_FACTOR:,} bytes to its "
                               "terminal; its screen is no longer followed while it runs on]\n".encode())  # fmt: skip

@@ -14,6 +14,11 @@ A program that asks the terminal where its cursor is, or what it is, gets the an
 (`answer`), so a line editor that asks does not wait forever. `waiting_for_input` tells a prompt from a
 program at work: the cursor rests after text on its line, as after `Name: ` or `>>> `.
 
+A program's output is untrusted input to the emulator: a sequence it cannot parse (`ESC [` and 5,000
+digits overflows Python's integer conversion) is dropped, as a terminal drops what it does not understand,
+and parsing goes on with the next byte (`_Stream`); anything else the emulator raises loses the rest of that
+chunk only, and is counted (`faults`) so the job can say so. The job's thread never dies of it.
+
 pyte (and its character-width tables) takes a few tenths of a second to import: only a job that runs in a
 terminal imports this module.
 """
@@ -48,6 +53,16 @@ class _Screen(pyte.Screen):
         self._answer(data)
 
 
+class _Stream(pyte.ByteStream):
+    """A pyte stream that drops a sequence its parser raises on, and parses on from the next byte."""
+
+    def _send_to_parser(self, data: str) -> bool | None:
+        try:
+            return super()._send_to_parser(data)
+        except Exception:  # noqa: BLE001 - pyte has reset its parser; what a program writes cannot stop it
+            return False
+
+
 class Terminal:
     """One pseudo-terminal's screen. Not thread-safe: its job's thread feeds it, readers take its lock."""
 
@@ -56,10 +71,15 @@ class Terminal:
         self.rows, self.columns = rows, columns
         self._on_line = on_line
         self._screen = _Screen(columns, rows, on_line, lambda text: answer(text.encode()))
-        self._stream = pyte.ByteStream(self._screen)
+        self._stream = _Stream(self._screen)
+        self.faults = 0  # chunks of output the emulator failed on, the rest of each lost
 
     def feed(self, data: bytes) -> None:
-        self._stream.feed(data)
+        try:
+            self._stream.feed(data)
+        except Exception:  # noqa: BLE001 - a fresh stream takes the next chunk
+            self.faults += 1
+            self._stream = _Stream(self._screen)
 
     def screen_lines(self) -> list[str]:
         """The screen's lines down to the last one with text."""

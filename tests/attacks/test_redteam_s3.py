@@ -97,13 +97,6 @@ async def test_edit_file_chained_multiple_replacements_are_counted_without_mater
     assert grown < 300, f"peak memory grew by {grown} MiB"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "red team s3: file tools refuse .git paths but plant a bare git directory (HEAD, config, "
-        "objects/, refs/) whose core.fsmonitor git runs on the host, and nothing names it"
-    ),
-)
 async def test_apply_patch_plants_a_bare_repository_whose_fsmonitor_git_runs_on_the_host(
     server: HttpServer, here: Path, tmp_path: Path
 ) -> None:
@@ -356,14 +349,6 @@ def terminal_server(tmp_path_factory: pytest.TempPathFactory):
         yield running
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "red team s3: an exception in the terminal emulator (pyte: a CSI parameter of over 4,300 digits "
-        "raises ValueError) kills the job's reader thread: traceback on stderr, the job gone, and "
-        "run_shell_command answers success with no PID, no exit code and no error"
-    ),
-)
 async def test_a_terminal_job_survives_what_its_program_writes(terminal_server: HttpServer) -> None:
     """A program's output is untrusted input to the emulator. Here `ESC [` and 5,000 digits: the job vanished
     (list_background_processes finds none) and the call's answer says nothing went wrong."""

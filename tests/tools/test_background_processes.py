@@ -287,3 +287,39 @@ async def test_idle_server_wide_and_finished_bounds(tmp_path: Path) -> None:
         assert jobs.every() == [] and jobs.find(job.pid) is None
     finally:
         await runner.aclose()
+
+
+async def test_a_terminal_job_survives_what_the_emulator_cannot_parse(tmp_path: Path) -> None:
+    """`ESC [` and 5,000 digits made pyte raise ValueError in the job's thread, which died: the job vanished
+    with no exit code. The sequence is dropped, as a terminal drops it, and the output after it is read."""
+    runner = Runner("test", base=str(tmp_path))
+    jobs = BackgroundJobs(runner, Limits())
+    bad = r"printf '\033['; head -c 5000 /dev/zero | tr '\0' 1; printf 'm\nafter\n'"
+    job = jobs.start(RunSpec(terminal_argv(["bash", "-c", bad]), pty=TERMINAL_SIZE))
+    try:
+        await eventually(job.done.is_set)
+        assert job.exit_code == 0 and job.failure is None and job in jobs.every()
+        assert "after" in job.read_log(0, 100_000).decode()
+    finally:
+        await runner.aclose()
+
+
+async def test_a_reader_thread_that_fails_ends_its_job_with_the_reason(tmp_path: Path, monkeypatch) -> None:
+    """Whatever goes wrong while a job is followed stops the command and stays on record with the reason,
+    in the log and for the tools, never a job that vanishes while its command runs on unread."""
+    from coretools.workspace.background import BackgroundJob
+
+    def broken(self, chunk, sink):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(BackgroundJob, "_take", broken)
+    runner = Runner("test", base=str(tmp_path))
+    jobs = BackgroundJobs(runner, Limits())
+    job = jobs.start(RunSpec(["bash", "-c", "echo hi; sleep 30"]))
+    try:
+        await eventually(job.done.is_set)
+        assert job.failure == "RuntimeError: a bug" and job.state == "killed" and job in jobs.every()
+        assert "the server failed to follow the command (RuntimeError: a bug)" in job.read_log(0, 10_000).decode()
+        assert gone(job.pid)
+    finally:
+        await runner.aclose()
