@@ -32,6 +32,7 @@ from coretools.errors import (
     ToolError,
 )
 from coretools.sandbox import durable, kernel, scratch
+from coretools.sandbox.gitdirs import git_directory_reason
 from coretools.sandbox.ignore import (
     GEMINIIGNORE,
     GIT_INFO_EXCLUDE,
@@ -547,7 +548,7 @@ class Workspace:
             plain = None  # the general route below reports it
         if plain is not None:  # no symlink on the way: the path given, normalised, is the real one
             norm = os.path.normpath(parent_rel) if parent_rel else "."
-            return plain, loc.root, "" if norm == "." else norm, name
+            return self._outside_git_dirs(plain, loc.root, "" if norm == "." else norm, name, loc.shown)
         parent_loc = Location(loc.root, parent_rel, os.path.dirname(loc.shown))
         try:
             fd, root = kernel.open_beneath(self._anchors, loc.root, parent_rel, flags)
@@ -563,7 +564,15 @@ class Workspace:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             os.close(fd)
             raise PathError(f"Parent is not a directory: {parent_loc.shown}", ErrorKind.FILE_NOT_FOUND)
-        return fd, real_root, real_parent, name
+        return self._outside_git_dirs(fd, real_root, real_parent, name, loc.shown)
+
+    def _outside_git_dirs(self, fd: int, root: int, parent_rel: str, name: str, shown: str) -> tuple[int, int, str, str]:
+        """`open_parent`'s answer, unless the write would land in a git directory of any name or complete one
+        (`gitdirs`); then the parent is closed and the write refused as protected."""
+        if not self.allow_protected and (reason := git_directory_reason(self.roots[root].fd, parent_rel, name)):
+            os.close(fd)
+            raise ProtectedPath(shown, reason)
+        return fd, root, parent_rel, name
 
     def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:
         """`mkdir -p` of `parent_rel`; returns the last directory, opened.
@@ -586,8 +595,9 @@ class Workspace:
                     if not self.allow_protected:
                         # Judge the real place before creating anything: through an in-root link
                         # (`cfg -> .git`) a lexically harmless `cfg/new/x` would create `.git/new`.
-                        _, real_parent = self._real_rel(fd, index, "/".join(parts[:i]))
+                        real_root, real_parent = self._real_rel(fd, index, "/".join(parts[:i]))
                         reason = protected_reason(f"{real_parent}/{part}" if real_parent else part)
+                        reason = reason or git_directory_reason(self.roots[real_root].fd, real_parent, part)
                         if reason:
                             raise ProtectedPath(shown, reason)
                     try:
