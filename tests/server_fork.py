@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -124,6 +125,7 @@ class _ForkServers:
                 proc.wait(5)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 _servers: list[_ForkServers] = []
