@@ -45,7 +45,9 @@ from coretools.sandbox.process_settings import (
 )
 from coretools.sandbox.rgglobs import include_flags, name_filter
 from coretools.sandbox.ripgrep import MAX_GLOB_CHARS, MAX_PATTERN_CHARS, check_rg_argument, find_rg
-from coretools.sandbox.runner import Outcome, Runner, RunSpec, run_blocking, shorten, strip_ansi, terminal_argv
+from coretools.sandbox.runner import (
+    Outcome, Runner, RunSpec, run_blocking, shorten, show_controls, strip_ansi, terminal_argv,
+)
 from coretools.sandbox.scratch import read_only_error, user_parent
 from coretools.sandbox.session import PROCESS, SessionScope
 from coretools.sandbox.settings import limit_option, refuse_negative
@@ -68,7 +70,7 @@ __all__ = [
     "include_flags", "name_filter",
     # programs
     "Runner", "RunSpec", "Outcome", "run_blocking", "shorten", "strip_ansi", "terminal_argv", "ProcessSettings",
-    "SANDBOX_MODES",
+    "SANDBOX_MODES", "show_controls",
     "DEFAULT_INACTIVITY_TIMEOUT", "DEFAULT_WALL_TIMEOUT", "signal_name", "stop_message",
     "ripgrep", "find_rg", "check_rg_argument", "MAX_GLOB_CHARS", "MAX_PATTERN_CHARS",
     # policies

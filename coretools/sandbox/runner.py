@@ -56,11 +56,35 @@ DEFAULT_KILL_GRACE = 0.5
 DRAIN_GRACE = 0.2  # after the leader exits, how long to wait for pipes held open by background children
 BINARY_SNIFF = 8192
 STREAM_STDERR_KEPT = 20_000  # bytes of stderr a streamed run keeps (ripgrep's error messages)
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Terminal controls, in their 7-bit (ESC) and 8-bit (C1, U+0080-U+009F) forms: the strings OSC, DCS, SOS, PM
+# and APC open, up to BEL or ST (their body stops at any control, so an unterminated one costs one scan to
+# the next control and only its opener is dropped: linear in all cases); CSI sequences; other escapes; a
+# lone ESC; any other C1 control.
+_ANSI = re.compile(
+    r"(?:\x1b[P\]X^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x80-\x9f]*(?:\x07|\x1b\\|\x9c)"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|[\x80-\x9f]"
+)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")  # embeddings, overrides, isolates: they reorder text shown
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _named(match: re.Match[str]) -> str:
+    return f"<U+{ord(match.group()):04X}>"
 
 
 def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
+    """Output as the model may read it: terminal controls removed (a program's colours, and an OSC that
+    would set the reader's clipboard or title), bidi controls shown by name (`<U+202E>`), since they make
+    text read in another order than it runs."""
+    return _BIDI.sub(_named, _ANSI.sub("", text))
+
+
+def show_controls(text: str) -> str:
+    """A command echoed to the model: every control character (but tab and line end) and bidi control shown
+    by name, so the echo reads as what runs and carries nothing a terminal acts on."""
+    return _CONTROLS.sub(_named, text)
 
 
 # -- results ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import anyio
 
 from coretools.errors import ErrorKind, ToolError
-from coretools.sandbox import strip_ansi
+from coretools.sandbox import show_controls, strip_ansi
 from coretools.tools.base import ToolContext, ToolResult
 from coretools.tools.budget import RESERVE_CHARS, room
 from coretools.workspace import JOBS_KEY, BackgroundJob, SessionJobs
@@ -67,7 +67,7 @@ def describe(job: BackgroundJob) -> str:
 
 
 def shorten_command(command: str, limit: int = 200) -> str:
-    command = " ".join(command.split())
+    command = show_controls(" ".join(command.split()))
     return command if len(command) <= limit else command[: limit - 3] + "..."
 
 

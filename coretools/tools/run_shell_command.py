@@ -44,8 +44,8 @@ from coretools.errors import ConfigurationError, ErrorKind, ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult, option, text_block
 from coretools.sandbox import (
     PROCESS, CommandRefused, GitState, GitWatch, Outcome, RunSpec, Runner, ShellPolicy, agreeing_locale,
-    SessionScope, changes, limit_option, read_only_error, runs_programs, shorten, signal_name, stop_message,
-    terminal_argv, user_parent, warning,
+    SessionScope, changes, limit_option, read_only_error, runs_programs, shorten, show_controls, signal_name,
+    stop_message, terminal_argv, user_parent, warning,
 )
 from coretools.workspace import (
     DEFAULT_LIFETIME, DEFAULT_MAX_JOBS, DEFAULT_MAX_SERVER_JOBS, JOBS_KEY, TERMINAL_SIZE, BackgroundJob,
@@ -445,7 +445,7 @@ class RunShellCommand(Tool):
         error = stop_message(outcome, self.settings.output_cap)
         sig = outcome.signal
         fields = [
-            ("Command", command),
+            ("Command", show_controls(command)),
             ("Directory", directory),
             ("Stdout", shown["stdout"] or "(empty)"),
             ("Stderr", shown["stderr"] or "(empty)"),

@@ -10,6 +10,9 @@ bytes go through a real terminal emulator (`pyte`) on a screen of fixed size (th
 * the lines still on the screen are the live part (`screen_text`), handed over too when the program ends
   (`flush`).
 
+Both are text as `strip_ansi` leaves it: a control the emulator drew as a character (a C1 control, a bidi
+override) does not reach the model.
+
 A program that asks the terminal where its cursor is, or what it is, gets the answer a terminal would give
 (`answer`), so a line editor that asks does not wait forever. `waiting_for_input` tells a prompt from a
 program at work: the cursor rests after text on its line, as after `Name: ` or `>>> `.
@@ -25,9 +28,25 @@ terminal imports this module.
 
 from __future__ import annotations
 
+import functools
+import re
+import unicodedata
 from collections.abc import Callable
 
 import pyte
+
+from coretools.sandbox import strip_ansi
+
+
+_NOT_ASCII = re.compile(r"[^\x20-\x7e]")
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _drawable(char: str) -> bool:
+    """Whether pyte draws `char`: it takes a cell or more, or combines with the one before."""
+    width = pyte.screens.wcwidth(char)
+    return width > 0 or (width == 0 and unicodedata.combining(char) != 0)
 
 
 class _Screen(pyte.Screen):
@@ -44,6 +63,24 @@ class _Screen(pyte.Screen):
         if self.cursor.y == bottom and top == 0:
             self._scrolled(self.line_text(0))
         super().index()
+
+    def draw(self, data: str) -> None:
+        """pyte stops drawing a piece of text at its first character that has no width and does not
+        combine (a zero-width space, a bidi control), and the rest of the piece is lost, which hides it from
+        the model: such a character is left out instead, a bidi control drawn by name (`<U+202E>`)."""
+        if data.isascii():
+            super().draw(data)
+            return
+        start = 0
+        for found in _NOT_ASCII.finditer(data):
+            char = found.group()
+            if _drawable(char):
+                continue
+            super().draw(data[start : found.start()])
+            if _BIDI.match(char):
+                super().draw(f"<U+{ord(char):04X}>")
+            start = found.end()
+        super().draw(data[start:])
 
     def line_text(self, y: int) -> str:
         line = self.buffer[y]
@@ -70,7 +107,8 @@ class Terminal:
                  columns: int) -> None:  # fmt: skip
         self.rows, self.columns = rows, columns
         self._on_line = on_line
-        self._screen = _Screen(columns, rows, on_line, lambda text: answer(text.encode()))
+        self._screen = _Screen(columns, rows, lambda line: on_line(strip_ansi(line)),
+                               lambda text: answer(text.encode()))
         self._stream = _Stream(self._screen)
         self.faults = 0  # chunks of output the emulator failed on, the rest of each lost
 
@@ -83,7 +121,7 @@ class Terminal:
 
     def screen_lines(self) -> list[str]:
         """The screen's lines down to the last one with text."""
-        lines = [self._screen.line_text(y) for y in range(self.rows)]
+        lines = [strip_ansi(self._screen.line_text(y)) for y in range(self.rows)]
         last = max((y for y, line in enumerate(lines) if line), default=-1)
         return lines[: last + 1]
 

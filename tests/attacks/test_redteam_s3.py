@@ -121,13 +121,6 @@ async def test_apply_patch_plants_a_bare_repository_whose_fsmonitor_git_runs_on_
     assert not marker.exists() or "core.fsmonitor" in text, text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "red team s3: strip_ansi removes ESC sequences but not their C1 forms (U+009B CSI, U+009D OSC) "
-        "nor bidi overrides: they reach read_background_output's text"
-    ),
-)
 async def test_background_output_carries_no_c1_controls_or_bidi_overrides(server: HttpServer, here: Path) -> None:
     """ESC sequences are stripped from a background command's output, but their 8-bit forms are not: U+009D
     (OSC: `52;c;...` sets the clipboard, `0;...` the title) and U+009B (CSI), encoded in UTF-8, reach the

@@ -323,3 +323,22 @@ async def test_a_reader_thread_that_fails_ends_its_job_with_the_reason(tmp_path:
         assert gone(job.pid)
     finally:
         await runner.aclose()
+
+
+async def test_a_terminal_shows_no_c1_or_bidi_controls(tmp_path: Path) -> None:
+    """pyte dropped the rest of a piece of text after a character it cannot draw (a bidi override), hiding
+    it; it is drawn on, the override by name, and no control reaches the log or the screen the model reads."""
+    runner = Runner("test", base=str(tmp_path))
+    jobs = BackgroundJobs(runner, Limits())
+    command = r"printf 'A\xc2\x9d52;c;cHdu\xc2\x9cB \xe2\x80\xaetxt.exe\xe2\x80\xac\nZ\xe2\x80\xae end'; sleep 5"
+    job = jobs.start(RunSpec(terminal_argv(["bash", "-c", command]), pty=TERMINAL_SIZE))
+    try:
+        await eventually(lambda: "end" in (job.screen() or ""))
+        screen = job.screen()
+        job.stop("requested")
+        await eventually(job.done.is_set)
+        log = job.read_log(0, 10_000).decode()
+        assert "B <U+202E>txt.exe<U+202C>" in screen + log and "Z<U+202E> end" in screen
+        assert not re.search("[\x1b\x80-\x9f\u202a-\u202e\u2066-\u2069]", screen + log), ascii(screen + log)
+    finally:
+        await runner.aclose()

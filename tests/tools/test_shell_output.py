@@ -13,7 +13,7 @@ import pytest
 
 from coretools.sandbox import scratch
 from coretools.sandbox.bwrap import bwrap_problem
-from coretools.sandbox.runner import Runner
+from coretools.sandbox.runner import Runner, show_controls, strip_ansi
 from coretools.sandbox.scratch import ScratchArea
 from tests.conftest import connect, text_of
 
@@ -155,3 +155,20 @@ async def test_sandboxed_commands_read_the_saved_output_but_cannot_change_it(roo
         assert result.structured_content["stdout"] == "20000"
         assert "Read-only file system" in result.structured_content["stderr"]
         assert Path(saved).read_bytes() == before and not os.path.lexists(f"{saved}.l")
+
+
+def test_strip_ansi_drops_c1_controls_and_their_strings_and_names_bidi_controls() -> None:
+    """8-bit controls act as their ESC forms in a UTF-8 terminal (U+009D opens OSC: `52;c;...` sets the
+    clipboard; U+009B is CSI): they go with the strings they open; bidi overrides are shown by name."""
+    text = "A\x9d52;c;cHdu\x9cB\x9b2JC \u202etxt.exe\u202c \x1b]0;t\x07\x1bP1$r\x1b\\D\x1b7E\x9f app\x07F"
+    assert strip_ansi(text) == "ABC <U+202E>txt.exe<U+202C> DEF"
+    assert strip_ansi("x\x9dno end" + "y" * 10) == "xno end" + "y" * 10  # unterminated: only the opener goes
+    assert show_controls("ls \x1b[2J\u2066x\tz") == "ls <U+001B>[2J<U+2066>x\tz"
+
+
+def test_strip_ansi_stays_linear_on_unterminated_strings() -> None:
+    """A string's body stops at the next control, so openers never closed cost one pass, not one per opener."""
+    start = time.process_time()
+    for opener in ("\x9d", "\x1b]", "\x9b1", "\x1bP"):
+        assert strip_ansi((opener + "a" * 1000) * 500).count("a") >= 499_000  # a CSI takes one as its final
+    assert time.process_time() - start < 10  # quadratic: ~1e9 steps a case
