@@ -617,6 +617,9 @@ def _history_line(entry) -> str:
     import time
 
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.time))
+    if entry.dirs_change is not None:
+        undoes = f"  (undoes {entry.undoes})" if entry.undoes is not None else ""
+        return f"{entry.id:>5}  {when}  {entry.tool or '-':<10}  {entry.dirs_change}{undoes}\n"
     if entry.files is not None:
         undoes = f"  (undoes {entry.undoes})" if entry.undoes is not None else ""
         files = f"{len(entry.files)} file{'s' if len(entry.files) != 1 else ''}"

@@ -626,6 +626,10 @@ class Workspace:
         """Remove the regular file `loc` names (see `Writes.remove_file`); returns its shown path."""
         return Writes(self).remove_file(loc, expect=expect)
 
+    def remove_directory(self, loc: Location, *, expect: os.stat_result | None = None) -> str:
+        """Remove the empty directory `loc` names, not following it (see `Writes.remove_directory`)."""
+        return Writes(self).remove_directory(loc, expect=expect)
+
     def make_directory(self, loc: Location) -> tuple[str, bool]:
         """`mkdir -p` of `loc`, contained (see `Writes.make_directory`): its shown path and whether it was created."""
         return Writes(self).make_directory(loc)

@@ -275,6 +275,40 @@ class Writes:
         finally:
             os.close(parent_fd)
 
+    def remove_directory(self, loc: Location, *, expect: os.stat_result | None = None) -> str:
+        """Remove the empty directory `loc` names, with unlinkat(AT_REMOVEDIR) in its opened parent: the name
+        is removed, never followed, so a symbolic link put in the directory's place is refused, not its
+        target. `expect` (the directory's stat when it was checked) refuses another directory put there
+        since. A directory with anything inside is refused, naming what. Returns the shown path. (Undo of
+        create_directory.)"""
+        parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=False)
+        try:
+            rel = f"{parent_rel}/{name}" if parent_rel else name
+            shown = self.gateway.shown_path(root, rel)
+            if not self.gateway.allow_protected and (reason := protected_reason(rel)):
+                raise ProtectedPath(shown, reason)
+            try:
+                st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+                if not stat.S_ISDIR(st.st_mode):
+                    raise ToolError(f"Not removed: {shown} is {kind_name(st.st_mode)} now, not a directory (it was "
+                                    "replaced); it was left as it is. Nothing was removed.",
+                                    ErrorKind.FILE_WRITE_FAILURE)
+                if expect is not None and (st.st_dev, st.st_ino) != (expect.st_dev, expect.st_ino):
+                    raise ToolError(f"Directory changed on disk (another directory was put in its place): {shown}. "
+                                    "Nothing was removed.", ErrorKind.FILE_WRITE_FAILURE)
+                inside = _listed(parent_fd, name)
+                if inside:
+                    raise _not_empty(shown, inside)
+                os.rmdir(name, dir_fd=parent_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise _not_empty(shown, _listed(parent_fd, name)) from None
+                raise self.gateway.os_error(exc, shown) from None
+            diskio.fsync_dir(parent_fd)
+            return shown
+        finally:
+            os.close(parent_fd)
+
     def make_directory(self, loc: Location) -> tuple[str, bool]:
         """Create the directory `loc` names and its missing parents (`mkdir -p`), each with mkdirat in a
         descriptor that contained resolution returned (`open_parent`), never at or inside a protected path
@@ -407,6 +441,29 @@ class Writes:
                 return node.st
         except PathError:
             return None
+
+def _listed(parent_fd: int, name: str) -> list[str]:
+    """The names in the directory `name` of `parent_fd`, opened without following a link (none when it
+    cannot be listed: the removal then reports what it finds)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent_fd)
+    except OSError:
+        return []
+    try:
+        return sorted(os.listdir(fd))
+    finally:
+        os.close(fd)
+
+
+def _not_empty(shown: str, inside: list[str]) -> ToolError:
+    """The refusal to remove a directory that is not empty, naming (the first few of) what is in it."""
+    named = ", ".join(inside[:5]) + (f" and {len(inside) - 5} more" if len(inside) > 5 else "") or "entries"
+    return ToolError(
+        f"Not removed: {shown} is not empty (it holds {named}); removing it would lose that. Nothing was removed. "
+        "Move or delete what is inside first if the directory should go.",
+        ErrorKind.FILE_WRITE_FAILURE,
+    )
+
 
 def _check_unchanged(st: os.stat_result | None, expect: os.stat_result, shown: str) -> None:
     same = st is not None and (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (

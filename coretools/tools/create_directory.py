@@ -1,4 +1,5 @@
-"""create_directory: make a directory (and its missing parents) inside the workspace, as `mkdir -p` would.
+"""create_directory: make a directory (and its missing parents) inside the workspace, as `mkdir -p` would,
+journaled so `undo` removes what it made (while it is still empty).
 
 Opt-in (`--tools create_directory`): not one of Gemini CLI's core tools. It exists so a model that needs an
 empty directory does not fall back to `mkdir` in the shell; write_file already creates the parents of a file.
@@ -11,6 +12,8 @@ from typing import Any
 import anyio
 
 from coretools.tools.base import Tool, ToolContext, ToolResult
+from coretools.tools.textedit.edit_tool import EditOptions
+from coretools.workspace import journal
 
 
 class CreateDirectory(Tool):
@@ -34,6 +37,8 @@ class CreateDirectory(Tool):
         "required": ["path"],
     }
     hint = "make an empty directory (write_file creates a file's parent directories itself)."
+    Options = EditOptions  # the journal's options
+    options: EditOptions
     opt_in = True
     read_only = False
     destructive = False
@@ -41,7 +46,9 @@ class CreateDirectory(Tool):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         loc = ctx.workspace.locate(args["path"])
-        shown, created = await anyio.to_thread.run_sync(ctx.workspace.make_directory, loc)
+        shown, created = await anyio.to_thread.run_sync(
+            journal.journaled_directory, ctx.workspace, loc, self.name, self.options.journal_settings
+        )
         if not created:
             return ToolResult.text(f"Directory already exists: {shown}; nothing was changed.", {"created": False})
         return ToolResult.text(f"Created directory: {shown}", {"created": True})

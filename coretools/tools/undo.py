@@ -1,5 +1,6 @@
 """undo: put a file back as it was before an edit of write_file or replace (or a deletion or a move by the
-opt-in file tools, or every file of a patch of apply_patch), from the edit journal.
+opt-in file tools, every file of a patch of apply_patch, or the directories create_directory made), from the
+edit journal.
 
 Published only with `--undo-tool`, for hosts that keep no checkpoints of their own. It reverts through the
 same journal as `coretools-mcp undo`, and is journaled itself, so an undo can be undone.
@@ -39,7 +40,8 @@ class UndoTool(Tool):
         "through this server, or before an earlier edit given by `edit_id` (which also reverts every later "
         "edit of that file). A file that the edit created is removed; a file delete_file removed comes back; a "
         "file move_file moved goes back to its old path (name either path); a patch apply_patch applied is undone as a "
-        "whole (name any of its files: every file it changed is put back). The undo is itself recorded, so undoing "
+        "whole (name any of its files: every file it changed is put back); the directories create_directory made are "
+        "removed while they are empty. The undo is itself recorded, so undoing "
         "the file again redoes the edit. Refused, leaving the file untouched, if the file was changed since its "
         "last recorded edit (by the user or another program), or if the content was too large to keep. Use it "
         "to revert your own mistaken edit or when the user asks to revert; do not use it to redo work."

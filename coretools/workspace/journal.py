@@ -1,6 +1,7 @@
 """The edit journal: the content every write_file and replace replaced, kept so the edit can be undone; a
 removed file's content and a move's old path too (`journaled_move`: an undo moves the file back); and the
-files one call changed together as one entry (`journaled_changes`: apply_patch), undone together.
+files one call changed together as one entry (`journaled_changes`: apply_patch), undone together; and the
+directories a create_directory made (`journaled_directory`: an undo removes them while they are empty).
 
 One journal per workspace (its set of real root paths), in the user's state directory, never under a root:
 `settings.state_dir()/journal/<key>/` (0700) holds `meta.json` (the roots), `lock` (flock target) and numbered
@@ -43,7 +44,10 @@ from typing import TYPE_CHECKING
 from coretools.errors import ErrorKind, ToolError
 from coretools.sandbox import diskio, durable, settings
 from coretools.sandbox.paths import Location, WriteOutcome, within
-from coretools.workspace import records
+from coretools.workspace import made_directories, records
+from coretools.workspace.journal_folders import (
+    SEGMENT_SUFFIX, evict_journals, journal_root, known_journals, private_dirs, segment_number,
+)
 
 if TYPE_CHECKING:
     from coretools.sandbox.gateway import Workspace
@@ -53,8 +57,6 @@ logger = logging.getLogger("coretools")
 MIB = 1024 * 1024
 DEFAULT_MAX_ENTRIES = 200
 DEFAULT_MAX_BYTES = 50 * MIB
-MAX_JOURNALS = 64  # workspaces journaled at once; the least recently used journal goes first
-SEGMENT_SUFFIX = ".seg"
 MIN_SEGMENT_BYTES = 64 * 1024
 _CHUNK = MIB
 
@@ -96,14 +98,33 @@ class Entry:
     # content each had before, one after the other in this order. `path` is the first file's.
     files: list[dict] | None = None
     blob_at: int | None = None  # for one file of such an entry (`parts`): where its content starts in the blob
+    # An entry of directories (`journaled_directory`), outermost first, `path` the innermost: those it made
+    # (create_directory), or those it removed (an undo of that); no file hash applies.
+    dirs_made: list[str] | None = None
+    dirs_removed: list[str] | None = None
 
     @property
     def created(self) -> bool:
         return self.before_sha is None
 
     @property
+    def dirs(self) -> list[str] | None:
+        """The directories an entry of directories made or removed; None for an entry of files."""
+        return self.dirs_made if self.dirs_made is not None else self.dirs_removed
+
+    @property
+    def dirs_change(self) -> str | None:
+        """For the history: "created directory X (and its parents ...)", or "removed ..."; None for files."""
+        if self.dirs is None:
+            return None
+        parents = f" (and its parent{'s' * (len(self.dirs) > 2)} {', '.join(self.dirs[:-1])})" if self.dirs[1:] else ""
+        return f"{'created' if self.dirs_made is not None else 'removed'} directory {self.path}{parents}"
+
+    @property
     def paths(self) -> list[str]:
-        """The files the entry changed (a move's old path included)."""
+        """The files the entry changed (a move's old path included), or its directories."""
+        if self.dirs is not None:
+            return list(self.dirs)
         if self.files is None:
             return [self.path] + ([self.moved_from] if self.moved_from else [])
         return [f["path"] for f in self.files]
@@ -173,10 +194,6 @@ def read_snapshot(ws: Workspace, loc: Location, keep: int) -> Snapshot:
         if exc.kind == ErrorKind.FILE_NOT_FOUND:
             return Snapshot(None, 0, None, None)
         raise
-
-
-def journal_root() -> str:
-    return os.path.join(settings.state_dir(), "journal")
 
 
 def workspace_key(roots: list[str]) -> str:
@@ -314,14 +331,14 @@ class Journal:
     @classmethod
     def holding(cls, target: str, settings: JournalSettings) -> Journal | None:
         """The most recently used journal of a workspace whose roots contain `target`, or None."""
-        found = [(used, folder, roots) for used, folder, roots in _known_journals() if any(within(target, r) for r in roots)]
+        found = [(used, folder, roots) for used, folder, roots in known_journals() if any(within(target, r) for r in roots)]
         if not found:
             return None
         _, folder, roots = max(found)
         return cls(folder, tuple(roots), settings)
 
     def _create(self) -> None:
-        _evict_journals(keep=self.folder)
+        evict_journals(keep=self.folder)
         meta = json.dumps({"roots": list(self.roots)}).encode()
         diskio.replace_file(os.path.join(self.folder, "meta.json"), meta, private=True)
         diskio.fsync_dir(journal_root())
@@ -337,7 +354,7 @@ class Journal:
             try:
                 fd = os.open(path, flags, 0o600)
             except FileNotFoundError:
-                _private_dirs(self.folder)
+                private_dirs(self.folder)
                 fd = os.open(path, flags, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -380,7 +397,7 @@ class Journal:
             names = os.listdir(self.folder)
         except FileNotFoundError:
             return state
-        for number in sorted(n for n in map(_segment_number, names) if n is not None):
+        for number in sorted(n for n in map(segment_number, names) if n is not None):
             state.segments[number] = _Segment(number)
             self._read_on(state, state.segments[number])
         return state
@@ -480,6 +497,15 @@ class Journal:
                       None, sum(f["after_size"] for f in files), True, undoes, files=files)
         return entry, self._append(state, _header(entry, self._floor(state, entry)), blob)
 
+    def begin_dirs(
+        self, tool: str, dirs: list[str], *, removed: bool = False, undoes: int | None = None
+    ) -> tuple[Entry, Callable[[], None]]:
+        """`begin` for directories (outermost first) about to be made, or (`removed`) removed."""
+        state = self._state()
+        entry = Entry(state.top + 1, time.time(), tool, dirs[-1], None, 0, None, 0, True, undoes,
+                      **{"dirs_removed" if removed else "dirs_made": dirs})
+        return entry, self._append(state, _header(entry, self._floor(state, entry)), b"")
+
     def void(self, entry_id: int) -> None:
         """Mark an entry whose write failed: it never happened."""
         self._append(self._state(), {"void": entry_id}, b"")()
@@ -534,14 +560,15 @@ class Journal:
                 os.unlink(self._segment(number))
         if sweep:
             for name in os.listdir(self.folder):
-                if name not in ("lock", "meta.json") and _segment_number(name) is None:
+                if name not in ("lock", "meta.json") and segment_number(name) is None:
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(self.folder, name))
 
 
 def _header(entry: Entry, floor: int) -> dict:
     """The record header of `entry`: its fields (those of several files only when it has them) and the floor."""
-    fields = {k: v for k, v in vars(entry).items() if v is not None or k not in ("files", "blob_at")}
+    optional = ("files", "blob_at", "dirs_made", "dirs_removed")
+    fields = {k: v for k, v in vars(entry).items() if v is not None or k not in optional}
     return {**fields, "floor": floor}
 
 
@@ -553,11 +580,6 @@ def _mode(before: Snapshot) -> int | None:
 
 def _kept_size(entry: Entry) -> int:
     return entry.before_size if entry.kept and not entry.created else 0
-
-
-def _segment_number(name: str) -> int | None:
-    stem = name[: -len(SEGMENT_SUFFIX)] if name.endswith(SEGMENT_SUFFIX) else ""
-    return int(stem) if stem.isdigit() and stem == str(int(stem)) else None
 
 
 def journaled(
@@ -646,6 +668,31 @@ def journaled_move(
             raise
 
 
+def journaled_directory(ws: Workspace, loc: Location, tool: str, settings: JournalSettings) -> tuple[str, bool]:
+    """`mkdir -p` of `loc` with the directories it makes journaled first (under the journal's lock), so an
+    undo removes them: see `made_directories`. Returns the shown path and whether it was made. A journal
+    that cannot be written is logged and the directory is made."""
+    journal = _opened(ws, settings, f"{loc.shown} was created")
+    if journal is None:
+        return ws.make_directory(loc)
+    with journal.locked():
+        return _make_directories(ws, journal, loc, tool)[0]
+
+
+def _make_directories(ws: Workspace, journal: Journal, loc: Location, tool: str,
+                      undoes: int | None = None) -> tuple[tuple[str, bool], Entry | None]:
+    def record(dirs: list[str]) -> Entry | None:
+        try:
+            entry, sync = journal.begin_dirs(tool, dirs, undoes=undoes)
+            sync()
+            return entry
+        except OSError as exc:
+            logger.warning("could not journal the creation of %s (%s); it goes ahead unjournaled", loc.shown, exc)
+            return None
+
+    return made_directories.make(ws, loc, record, lambda entry: journal.void(entry.id))
+
+
 def journaled_changes(ws: Workspace, changes: list[FileChange], tool: str, settings: JournalSettings) -> None:
     """Make every change (in order) with one journal entry, under the journal's lock: the record, with each
     file's content from before, is durable before the first file changes, and each file is written
@@ -721,6 +768,8 @@ class Undone:
         what = f"edit {self.edit.id} ({self.edit.tool or 'edit'} at {when})"
         if self.edit.files is not None:
             return self._describe_together(what)
+        if self.edit.dirs is not None:
+            return self._describe_dirs(what)
         if self.record is None:
             return f"Nothing to write: {shown} already has its content from before {what}."
         if self.edit.moved_from:
@@ -734,6 +783,14 @@ class Undone:
             f"Undid {what} of {shown}: {state}. This undo is edit {self.record.id}; undoing the file again "
             "reverts it."
         )
+
+    def _describe_dirs(self, what: str) -> str:
+        made = self.edit.dirs_made is not None
+        if self.record is None:
+            return f"Nothing to do: the directories {what} {'made are gone' if made else 'removed exist'} already."
+        dirs = list(reversed(self.record.dirs_removed or [])) if made else self.record.dirs_made or []
+        return (f"Undid {what}: {'removed' if made else 'made again'} {', '.join(dirs)}. This undo is edit "
+                f"{self.record.id}; undoing it again reverts it.")
 
     def _describe_together(self, what: str) -> str:
         if self.record is None and self.skipped:
@@ -750,7 +807,8 @@ class Undone:
 
 def history(journal: Journal, target: str | None = None) -> list[Entry]:
     """The live entries, oldest first; only those of the file `target` (a canonical path) if given."""
-    return [e for e in journal.entries() if target is None or e.path == target or (e.files and target in e.paths)]
+    return [e for e in journal.entries()
+            if target is None or e.path == target or ((e.files or e.dirs) and target in e.paths)]
 
 
 def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | None, force: bool) -> Undone:
@@ -762,9 +820,11 @@ def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | 
         chosen = _choose(entries, target, edit_id)
         if chosen.files is not None:
             return _undo_together(ws, journal, chosen, entries, force)
+        if chosen.dirs is not None:
+            return _undo_directories(ws, journal, chosen)
         loc = ws.locate(chosen.path)
         now = read_snapshot(ws, loc, journal.settings.max_bytes)
-        mine = [p for e in entries for p in e.parts() if p.path == chosen.path]
+        mine = [p for e in entries if e.dirs is None for p in e.parts() if p.path == chosen.path]
         skipped = []
         while mine and mine[-1].after_sha != now.sha and mine[-1].before_sha == now.sha:
             skipped.append(mine.pop())
@@ -842,6 +902,21 @@ def _undo_together(ws: Workspace, journal: Journal, edit: Entry, entries: list[E
     return Undone(edit, record)
 
 
+def _undo_directories(ws: Workspace, journal: Journal, edit: Entry) -> Undone:
+    """Undo an entry of directories: those it made are removed, innermost first, each only while it is
+    empty (a directory that holds anything is refused, naming it, and nothing is removed); those an undo
+    removed are made again. Journaled as the opposite entry, so undoing it again reverts it."""
+    if edit.dirs_removed is not None:
+        return Undone(edit, _make_directories(ws, journal, ws.locate(edit.path), "undo", edit.id)[1])
+
+    def record(dirs: list[str]) -> Entry:
+        entry, sync = journal.begin_dirs("undo", dirs, removed=True, undoes=edit.id)
+        sync()
+        return entry
+
+    return Undone(edit, made_directories.remove(ws, edit.dirs_made or [], record, lambda e: journal.void(e.id)))
+
+
 def _move_back(ws: Workspace, journal: Journal, edit: Entry, loc: Location, now: Snapshot) -> Entry:
     """Undo the move `edit` (its destination `loc` holds `now`): the file goes back to its old path, itself
     journaled as a move (so undoing it again moves the file once more), and a file the move replaced comes
@@ -909,39 +984,3 @@ def _changed_since(shown: str, last: Entry) -> ToolError:
         "command line, `coretools-mcp undo --force` undoes anyway.)",
         ErrorKind.FILE_WRITE_FAILURE,
     )
-
-
-def _known_journals() -> list[tuple[float, str, list[str]]]:
-    """(last use: its newest segment's mtime, folder, roots) of each journal in the state directory (bounded)."""
-    found = []
-    try:
-        names = os.listdir(journal_root())
-    except FileNotFoundError:
-        return []
-    for name in names[: MAX_JOURNALS * 4]:
-        folder = os.path.join(journal_root(), name)
-        try:
-            with open(os.path.join(folder, "meta.json"), "rb") as handle:
-                roots = json.loads(handle.read(1 << 20))["roots"]
-            used = max((os.stat(os.path.join(folder, n)).st_mtime for n in os.listdir(folder) if _segment_number(n) is not None), default=0.0)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if isinstance(roots, list) and all(isinstance(r, str) for r in roots):
-            found.append((used, folder, roots))
-    return found
-
-
-def _evict_journals(keep: str) -> None:
-    """Remove the least recently used journals beyond `MAX_JOURNALS`, skipping any in use."""
-    known = sorted(_known_journals())
-    for _, folder, _ in known[: max(len(known) - MAX_JOURNALS + 1, 0)]:
-        if folder != keep:
-            durable.remove_locked_folder(folder)
-
-
-def _private_dirs(*paths: str) -> None:
-    """The state directory and then each of `paths` (each a child of the one before), created 0700."""
-    os.makedirs(settings.state_dir(), mode=0o700, exist_ok=True)
-    for path in (journal_root(), *paths):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o700)

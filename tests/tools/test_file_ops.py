@@ -87,6 +87,51 @@ async def test_create_directory_inside_the_roots_only(root: Path, tmp_path: Path
     assert snapshot(tmp_path / "root-evil") == outside
 
 
+async def test_create_directory_is_undone_while_empty_by_the_tool_and_the_cli(root: Path) -> None:
+    a, ab, abc = root / "a", root / "a" / "b", root / "a" / "b" / "c"
+    (root / "kept").mkdir()
+    async with connect([root], "legacy", *SERVE) as client:
+        assert not (await client.call_tool("create_directory", {"path": str(abc)})).is_error and abc.is_dir()
+        undone = await client.call_tool("undo", {"file_path": str(abc)})
+        assert not undone.is_error and not a.exists(), text_of(undone)  # the parents it made went too
+        assert f"removed {abc}, {ab}, {a}" in text_of(undone), text_of(undone)
+        redone = await client.call_tool("undo", {"file_path": str(abc)})  # undoing the undo makes them again
+        assert not redone.is_error and abc.is_dir(), text_of(redone)
+        (ab / "notes.txt").write_text("keep me\n")
+        refused = await client.call_tool("undo", {"file_path": str(abc)})
+        assert refused.is_error and "notes.txt" in text_of(refused), text_of(refused)
+        assert abc.is_dir() and (ab / "notes.txt").read_text() == "keep me\n"  # all or nothing: c made again
+        (ab / "notes.txt").unlink()
+        inside = await client.call_tool("create_directory", {"path": "kept/new"})
+        assert not inside.is_error and (root / "kept" / "new").is_dir()
+    history = cli(root, "history")
+    assert history.returncode == 0, history.stderr
+    assert f"create_directory  created directory {abc} (and its parents {a}, {ab})" in history.stdout, history.stdout
+    assert f"removed directory {abc}" in history.stdout, history.stdout
+    assert f"created directory {root / 'kept' / 'new'}\n" in history.stdout, history.stdout
+    back = cli(root, "undo")  # the last entry: kept/new, which existed as kept before it: only new goes
+    assert back.returncode == 0 and not (root / "kept" / "new").exists() and (root / "kept").is_dir(), back.stderr
+    back = cli(root, "undo", str(abc))
+    assert back.returncode == 0 and not a.exists(), back.stderr
+
+
+async def test_undoing_create_directory_never_follows_what_took_its_place(root: Path, tmp_path: Path) -> None:
+    victim, inner = tmp_path / "victim", root / "inner"
+    victim.mkdir()
+    inner.mkdir()
+    async with connect([root], "legacy", *SERVE) as client:
+        for name, target in [("made", victim), ("other", inner)]:
+            assert not (await client.call_tool("create_directory", {"path": name})).is_error
+            (root / name).rmdir()
+            (root / name).symlink_to(target)
+        refused = await client.call_tool("undo", {"file_path": str(root / "made")})
+        assert refused.is_error and "symlink" in text_of(refused), text_of(refused)
+    last = cli(root, "undo")  # `other`, now a link to a directory inside: the link is refused, not followed
+    assert last.returncode != 0 and "symlink" in last.stderr, last.stderr
+    for name, target in [("made", victim), ("other", inner)]:
+        assert (root / name).is_symlink() and target.is_dir()
+
+
 async def test_delete_file_is_journaled_and_undone_by_the_tool_and_the_cli(root: Path) -> None:
     f, g = root / "notes.txt", root / "keep" / "data.bin"
     f.write_text("first\nsecond\n")
