@@ -5,6 +5,11 @@ stdin is /dev/null). The text is typed as a person would type it: a line end is 
 return, which the terminal turns into the line end a program reading lines expects), and `keys` names the
 keys that are not text (Ctrl-C, Ctrl-D, arrows...), sent after it. The call then waits briefly for the
 program's answer and returns what is new, as read_background_output would, saving the model a call.
+
+A program that reads its terminal in canonical mode (a shell's `read`, `cat`) gets its input from the
+terminal's line editor, which keeps at most 4,095 bytes of a line and silently drops the rest: a longer line
+is cut to that before it is typed, and the answer says so, rather than "sent" for bytes the program never
+reads (`BackgroundJob.line_room`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import anyio
 from coretools.errors import ErrorKind, ToolError
 from coretools.tools.base import Tool, ToolContext, ToolResult
 from coretools.tools.processes import MAX_DELAY_MS, find, reading, settle
-
 MAX_INPUT_CHARS = 64 * 1024
 DEFAULT_DELAY_MS = 1000
 KEYS = {
@@ -86,16 +90,38 @@ class WriteBackgroundInput(Tool):
         if job.exited.is_set():
             raise ToolError(f"Background process {job.pid} has already ended; nothing was sent. "
                             "read_background_output shows its output.", ErrorKind.INVALID_TOOL_PARAMS)  # fmt: skip
-        data = text.replace("\r\n", "\n").replace("\n", "\r").encode("utf-8", "replace")
-        data += b"".join(KEYS[key] for key in keys)
+        typed = text.replace("\r\n", "\n").replace("\n", "\r").encode("utf-8", "replace")
+        room = job.line_room()
+        lines, cut = fit_lines(typed, room)
+        pressed = b"".join(KEYS[key] for key in keys)
+        data, asked = b"\r".join(lines) + pressed, len(typed) + len(pressed)
         sent = await anyio.to_thread.run_sync(job.write, data)
         await settle(job, args.get("delay_ms", DEFAULT_DELAY_MS), job.read_mark)
         if sent < len(data):
-            first = (f"Sent {sent:,} of {len(data):,} bytes: the program stopped reading its input (the terminal's "
+            first = (f"Sent {sent:,} of {asked:,} bytes: the program stopped reading its input (the terminal's "
                      "buffer is full) or ended. ")  # fmt: skip
+        elif cut:
+            first = f"Sent {sent:,} of {asked:,} bytes. "
         else:
             first = f"Sent {sent:,} bytes. "
+        if cut:
+            first += (f"The program reads its terminal in canonical mode (the terminal edits each line), which keeps "
+                      f"at most {room:,} bytes of a line and drops the rest: "
+                      + ", ".join(f"line {n} was cut to {room:,} of its {size:,} bytes" for n, size in cut)
+                      + ". To pass longer text, write it to a file (write_file) and have the program read the file. ")
         return reading(job, None, ctx.result_chars, prefix=first)
+
+
+def fit_lines(typed: bytes, room: int | None) -> tuple[list[bytes], list[tuple[int, int]]]:
+    """`typed` split into its lines (at each Enter), each cut to `room` bytes on a whole character, and the
+    (number, size) of each line that was cut; nothing is cut where `room` is None."""
+    lines = typed.split(b"\r")
+    cut = []
+    for n, line in enumerate(lines):
+        if room is not None and len(line) > room:
+            cut.append((n + 1, len(line)))
+            lines[n] = line[:room].decode("utf-8", "ignore").encode()
+    return lines, cut
 
 
 TOOL = WriteBackgroundInput

@@ -40,6 +40,7 @@ import os
 import select
 import signal
 import subprocess
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -69,6 +70,7 @@ SCREEN_CAP_FACTOR = 4  # a terminal's screen follows at most this many times the
 INITIAL_KEPT = 256 * 1024  # bytes of combined output kept in memory for the reply, while the call waits
 LEFTOVER_POLL = 1.0  # seconds between two looks for group members left after the leader exited
 ABANDON_AFTER = 5.0  # seconds after the kill to stop waiting for the end of output that never comes
+CANONICAL_LINE = 4095  # bytes of one line a terminal in canonical mode keeps (Linux's N_TTY_BUF_SIZE - 1)
 logger = logging.getLogger("coretools")
 
 
@@ -252,6 +254,19 @@ class BackgroundJob:
             return os.pread(fd, max(limit, 0), max(start, 0))
         finally:
             os.close(fd)
+
+    def line_room(self) -> int | None:
+        """The bytes of one typed line the program can receive: `CANONICAL_LINE` while it reads its terminal
+        in canonical mode (termios ICANON: the terminal edits the line and drops what does not fit, as for a
+        shell's `read`), None otherwise (raw mode: a line editor, a REPL with readline, a full-screen
+        program read every byte)."""
+        pipe = self._process.stdout
+        if self.terminal is None or pipe is None or self.exited.is_set():
+            return None
+        try:
+            return CANONICAL_LINE if termios.tcgetattr(pipe.fileno())[3] & termios.ICANON else None
+        except (termios.error, OSError, ValueError):  # the terminal is closed: the program ended
+            return None
 
     def write(self, data: bytes) -> int:
         """Type `data` into the terminal; the bytes taken, fewer when the program has not read its input

@@ -359,13 +359,6 @@ async def test_a_terminal_job_survives_what_its_program_writes(terminal_server: 
     assert not any("Traceback" in line for line in terminal_server.stderr), "".join(terminal_server.stderr)[-2000:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "red team s3: write_background_input answers 'Sent 5,001 bytes' while the terminal's line editor "
-        "(canonical mode, 4,095 characters a line) dropped 905 of them: the program read a shorter line"
-    ),
-)
 async def test_typed_input_the_terminal_drops_is_not_reported_sent(terminal_server: HttpServer) -> None:
     """`read` a line of 5,000 typed characters in a terminal and print its length."""
     async with http_client(terminal_server.url) as client:
