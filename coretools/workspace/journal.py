@@ -786,6 +786,9 @@ class Undone:
 
     def _describe_dirs(self, what: str) -> str:
         made = self.edit.dirs_made is not None
+        if self.record is None and self.skipped:
+            return (f"Nothing to do: the directories {what} made are gone already; it is dropped from the journal, so "
+                    "the next undo goes to the edit before it.")
         if self.record is None:
             return f"Nothing to do: the directories {what} {'made are gone' if made else 'removed exist'} already."
         dirs = list(reversed(self.record.dirs_removed or [])) if made else self.record.dirs_made or []
@@ -821,7 +824,7 @@ def undo(ws: Workspace, journal: Journal, *, target: str | None, edit_id: int | 
         if chosen.files is not None:
             return _undo_together(ws, journal, chosen, entries, force)
         if chosen.dirs is not None:
-            return _undo_directories(ws, journal, chosen)
+            return _undo_directories(ws, journal, chosen, entries)
         loc = ws.locate(chosen.path)
         now = read_snapshot(ws, loc, journal.settings.max_bytes)
         mine = [p for e in entries if e.dirs is None for p in e.parts() if p.path == chosen.path]
@@ -902,10 +905,12 @@ def _undo_together(ws: Workspace, journal: Journal, edit: Entry, entries: list[E
     return Undone(edit, record)
 
 
-def _undo_directories(ws: Workspace, journal: Journal, edit: Entry) -> Undone:
+def _undo_directories(ws: Workspace, journal: Journal, edit: Entry, entries: list[Entry]) -> Undone:
     """Undo an entry of directories: those it made are removed, innermost first, each only while it is
     empty (a directory that holds anything is refused, naming it, and nothing is removed); those an undo
-    removed are made again. Journaled as the opposite entry, so undoing it again reverts it."""
+    removed are made again. Journaled as the opposite entry, so undoing it again reverts it. A creation
+    whose directories are all gone (removed by hand, or its process died before the mkdir) is voided, so a
+    plain undo goes on to the edit before it instead of stopping there each time."""
     if edit.dirs_removed is not None:
         return Undone(edit, _make_directories(ws, journal, ws.locate(edit.path), "undo", edit.id)[1])
 
@@ -914,7 +919,11 @@ def _undo_directories(ws: Workspace, journal: Journal, edit: Entry) -> Undone:
         sync()
         return entry
 
-    return Undone(edit, made_directories.remove(ws, edit.dirs_made or [], record, lambda e: journal.void(e.id)))
+    done = made_directories.remove(ws, edit.dirs_made or [], record, lambda e: journal.void(e.id))
+    if done is None and edit.undoes is None and not any(e.undoes == edit.id for e in entries):
+        journal.void(edit.id)
+        return Undone(edit, None, (edit,))
+    return Undone(edit, done)
 
 
 def _move_back(ws: Workspace, journal: Journal, edit: Entry, loc: Location, now: Snapshot) -> Entry:

@@ -130,6 +130,12 @@ async def test_undoing_create_directory_never_follows_what_took_its_place(root: 
     assert last.returncode != 0 and "symlink" in last.stderr, last.stderr
     for name, target in [("made", victim), ("other", inner)]:
         assert (root / name).is_symlink() and target.is_dir()
+    (root / "other").unlink()
+    gone = cli(root, "undo")  # nothing left to remove: dropped, so a plain undo does not stop there again
+    assert gone.returncode == 0 and "gone already" in gone.stdout, gone
+    before = cli(root, "undo")
+    assert before.returncode != 0 and "symlink" in before.stderr and str(root / "made") in before.stderr, before
+    assert (root / "made").is_symlink() and victim.is_dir() and inner.is_dir()
 
 
 async def test_delete_file_is_journaled_and_undone_by_the_tool_and_the_cli(root: Path) -> None:
