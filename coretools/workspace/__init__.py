@@ -3,7 +3,8 @@
 by the names below; its modules import one another directly.
 
 * `journal`: the edit journal behind `history`, `undo` and the undo tool (`JournalSettings`), kept in
-  append-only record files (`records`, not for tools);
+  append-only record files (`records`) in per-workspace folders (`journal_folders`); `made_directories`:
+  which directories a `mkdir -p` makes, and their removal when it is undone (neither is for tools);
 * `views`: the stale-write record, each file as the session last saw it (`FileViews`);
 * `hints`: the paths a not-found path likely meant; `HintedWorkspace` is the gateway with those hints, the
   workspace the server and the CLI give the tools;
