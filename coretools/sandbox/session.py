@@ -33,8 +33,11 @@ class Closeable(Protocol):
 class SessionScope:
     """The per-session objects of one session, by key, each made once on first use."""
 
-    def __init__(self, label: str = "session", *, reusable: bool = False) -> None:
+    def __init__(self, label: str = "session", *, reusable: bool = False, per_call: bool = False) -> None:
         self.label = label
+        # It ends with the call that uses it (a sessionless HTTP request's, or an unnamed connection's):
+        # nothing started in it may be promised to outlive the call (a background command).
+        self.per_call = per_call
         self._items: dict[str, Closeable] = {}
         self._lock = threading.Lock()
         self._reusable = reusable  # the process's own scope: a server started again in-process uses it anew

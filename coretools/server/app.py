@@ -107,7 +107,7 @@ class Sessions:
         try:
             scope = self._scopes.get(key) if key is not None else None
             if scope is None and key is not None:
-                scope = self._scopes[key] = SessionScope("http")
+                scope = self._scopes[key] = SessionScope("http", per_call=sessionless(ctx.request))
                 weakref.finalize(key, scope.close_now)
                 # The connection is freed only by the cycle collector, which a quiet server may not run for
                 # long: its end (DELETE, idle expiry) closes the scope at once.
@@ -118,7 +118,7 @@ class Sessions:
         except TypeError:  # a connection that cannot be referenced weakly
             scope = None
         if scope is None:
-            return SessionScope("call"), True
+            return SessionScope("call", per_call=True), True
         return scope, False
 
     async def aclose(self) -> None:

@@ -32,6 +32,17 @@ PID_SCHEMA = {"type": "integer", "description": "The process ID (PID) of the bac
 
 
 def session_jobs(ctx: ToolContext) -> SessionJobs:
+    """The calling session's jobs; a ToolError that says why for a client without a session, whose calls
+    each end everything they started (run_shell_command refuses is_background there)."""
+    if ctx.session.per_call:
+        raise ToolError(
+            "This client's calls have no session (stateless HTTP: the server runs with --stateless, or the client "
+            "speaks the 2026-07-28 protocol, which has no sessions), and whatever a call starts ends with it, so "
+            "there are no background processes to list, read, answer or stop. Run commands with "
+            "run_shell_command without is_background, or connect over stdio or stateful HTTP for background "
+            "commands.",
+            ErrorKind.INVALID_TOOL_PARAMS,
+        )
     return ctx.session.get(JOBS_KEY, SessionJobs)
 
 

@@ -310,6 +310,16 @@ class RunShellCommand(Tool):
                 f"({self.policy.describe()}); use only those, as plain commands.",
                 ErrorKind.POLICY_VIOLATION,
             ) from None
+        if args.get("is_background") and ctx.session.per_call:
+            raise ToolError(
+                "is_background needs a session, and this client's calls have none (stateless HTTP: the server runs "
+                "with --stateless, or the client speaks the 2026-07-28 protocol, which has no sessions): whatever "
+                "a call starts is stopped when the call ends, so a background command would be killed as soon as "
+                "this answer is sent. Run the command without is_background (it may run up to the shell timeout), "
+                "or connect over stdio or stateful HTTP (a 2025-era client with an Mcp-Session-Id) for background "
+                "commands.",
+                ErrorKind.INVALID_TOOL_PARAMS,
+            )
         ws = ctx.workspace
         node = ws.open_node(ws.locate(args.get("directory") or "."))
         try:

@@ -140,13 +140,6 @@ async def test_background_output_carries_no_c1_controls_or_bidi_overrides(server
     assert not CONTROLS.search(text), ascii(text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "red team s3: a destination ending in '/' (a directory) silently becomes a regular file of that "
-        "name"
-    ),
-)
 @pytest.mark.parametrize(
     ("tool", "make"),
     [
@@ -164,13 +157,6 @@ async def test_a_destination_ending_in_a_slash_is_not_made_a_file(server: HttpSe
     assert result.is_error or (here / "newdir").is_dir(), (text_of(result), os.listdir(here))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "red team s3: create_directory at a file says 'a not a regular file of that name exists', below a "
-        "file 'File not found'"
-    ),
-)
 async def test_create_directory_where_a_file_is_says_so(server: HttpServer, here: Path) -> None:
     """At a regular file the answer was 'a not a regular file of that name exists' (it is one), and below it
     'File not found' (the file is there): neither tells the model what is in the way."""
@@ -182,13 +168,6 @@ async def test_create_directory_where_a_file_is_says_so(server: HttpServer, here
     assert not below.startswith("File not found"), below
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "red team s3: for a 2026-07-28 client (no sessions) and under --stateless, a background command is "
-        "killed when the request that started it ends, while the answer says it runs and how to read and stop it"
-    ),
-)
 async def test_a_background_command_of_a_sessionless_client_runs_as_it_says(server: HttpServer, here: Path) -> None:
     """The answer gives a PID, a log and the tools to follow it; the next call finds no process, and the
     command is gone. Either it runs (owned by something the next request can name) or the call is refused."""

@@ -127,7 +127,7 @@ def leave_traces(a: Session, *, stateless: bool = False) -> Left:
     left.temp_dir = s["stdout"].strip()
     bg = a.shell(f'cd "${{TMPDIR:-/tmp}}" && echo {left.log_marker} && exec sleep 60', is_background=True,
                  delay_ms=500)  # fmt: skip
-    if stateless and "refused" in bg:
+    if stateless and ("refused" in bg or "error" in bg):
         left.log_path = None
     else:
         assert bg.get("background") is True, bg

@@ -357,3 +357,17 @@ async def test_a_line_the_terminal_would_cut_is_reported_cut(server: HttpServer)
         text += (await call(client, "write_background_input", pid=pid, input="z" * 5000 + "\n"))[0]
         text += (await until_exited(client, pid))[0]
         assert "GOT 4095" in text and "Sent 5,001 bytes" in text and "5001" in text, text
+
+
+async def test_a_client_without_a_session_is_told_why_it_has_no_background_commands(server: HttpServer) -> None:
+    """A 2026-07-28 client has no session: a call's scope ends with the call, which killed a background
+    command right after its answer gave its PID. is_background is refused with the reason and what to do,
+    and so are the tools that would find it; a command in the foreground runs as before."""
+    async with http_client(server.url, mode="auto") as client:
+        started = await client.call_tool("run_shell_command", {"command": "sleep 30", "is_background": True})
+        assert started.is_error and "is_background needs a session" in text_of(started), text_of(started)
+        assert "without is_background" in text_of(started)
+        listed = await client.call_tool("list_background_processes", {})
+        assert listed.is_error and "no session" in text_of(listed) and "stdio or stateful HTTP" in text_of(listed)
+        ran = await client.call_tool("run_shell_command", {"command": "echo foreground"})
+        assert not ran.is_error and "foreground" in text_of(ran)
