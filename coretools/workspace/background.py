@@ -31,10 +31,13 @@ emulator (`terminal.Terminal`) and the log holds the text a person would have se
 scroll off the screen, while the screen itself is read live (`screen`). Reading never waits on the
 program: the thread drains the terminal whether or not anyone reads it, and past the log cap (or
 `SCREEN_CAP_FACTOR` times as much raw output, for a screen redrawn in place) stops rendering and discards.
+Emulation costs CPU by the byte: past `Limits.render_cpu` CPU-seconds a job's output goes to the log as plain
+text (`strip_ansi`), as a command without a terminal's does, and the log says so.
 """
 
 from __future__ import annotations
 
+import codecs
 import logging
 import os
 import select
@@ -67,6 +70,7 @@ INPUT_WAIT = 2.0  # seconds a write waits for a program that does not read its t
 JOBS_KEY = "background-jobs"
 TERMINAL_SIZE = (30, 120)  # rows and columns of a job's pseudo-terminal
 SCREEN_CAP_FACTOR = 4  # a terminal's screen follows at most this many times the log cap of raw output
+DEFAULT_RENDER_CPU = 2.0  # CPU-seconds a job's terminal emulator may spend; then its output is logged as plain text
 INITIAL_KEPT = 256 * 1024  # bytes of combined output kept in memory for the reply, while the call waits
 LEFTOVER_POLL = 1.0  # seconds between two looks for group members left after the leader exited
 ABANDON_AFTER = 5.0  # seconds after the kill to stop waiting for the end of output that never comes
@@ -80,6 +84,7 @@ class Limits:
     lifetime: float | None = DEFAULT_LIFETIME
     log_cap: int = 16 * 1024 * 1024
     idle: float | None = None  # stop a job nobody looked at for this long
+    render_cpu: float = DEFAULT_RENDER_CPU  # CPU-seconds of terminal emulation per job (`BackgroundJob._take`)
 
 
 class TooManyJobs(Exception):
@@ -159,6 +164,8 @@ class BackgroundJob:
         self._terminated_at: float | None = None
         self._first_signal, self._grace = signal.SIGTERM, DEFAULT_KILL_GRACE
         self._logged = 0
+        self._render_left = limits.render_cpu
+        self._plain: codecs.IncrementalDecoder | None = None  # past the rendering budget: output decoded as is
         self._lock = threading.Lock()
         self._screen_lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
@@ -232,7 +239,7 @@ class BackgroundJob:
 
     def snapshot(self) -> Snapshot | None:
         """A running terminal job's screen with the log it continues, taken together; None otherwise."""
-        if self.terminal is None or self.exited.is_set():
+        if self.terminal is None or self.exited.is_set() or self._plain is not None:
             return None
         with self._screen_lock:
             terminal = self.terminal
@@ -380,19 +387,40 @@ class BackgroundJob:
         self.last_output = time.monotonic()
         if self.terminal is not None:  # what it draws is kept and logged, line by line (`_line`)
             cap = self._limits.log_cap
+            if self._plain is not None:
+                if self._logged < cap:
+                    data = strip_ansi(self._plain.decode(chunk)).replace("\r\n", "\n").encode()
+                    self._keep(data, self.stdout)
+                    self._capped_log(data)
+                return
             if self._logged < cap and self.received - len(chunk) <= cap * SCREEN_CAP_FACTOR:
+                spent = time.thread_time()
                 with self._screen_lock:
                     faults = self.terminal.faults
                     self.terminal.feed(chunk)
+                self._render_left -= time.thread_time() - spent
                 if faults == 0 and self.terminal.faults:
                     self._log(b"\n[coretools: the terminal emulator failed on the command's output; the rest of "
                               b"that piece of output is not shown (this is said once)]\n")  # fmt: skip
-                if self.received > cap * SCREEN_CAP_FACTOR:  # a screen redrawn in place forever logs little
+                if self._render_left <= 0:
+                    self._stop_rendering()
+                elif self.received > cap * SCREEN_CAP_FACTOR:  # a screen redrawn in place forever logs little
                     self._log(f"\n[coretools: the command wrote more than {cap * SCREEN_CAP_FACTOR:,} bytes to its "
                               "terminal; its screen is no longer followed while it runs on]\n".encode())  # fmt: skip
             return
         self._keep(chunk, sink)
         self._capped_log(chunk)
+
+    def _stop_rendering(self) -> None:
+        """The emulator spent the job's budget (`Limits.render_cpu`; it costs about a third of a CPU-microsecond
+        a byte): the screen goes to the log, and the output after it as plain text, controls removed."""
+        assert self.terminal is not None
+        with self._screen_lock:
+            self.terminal.flush()
+        self._plain = codecs.getincrementaldecoder("utf-8")("replace")
+        self._log(f"\n[coretools: following the command's terminal screen took {self._limits.render_cpu:g} "
+                  "CPU-seconds, its budget; its output goes on to the log as plain text, escape sequences removed, "
+                  "and the screen is no longer shown]\n".encode())  # fmt: skip
 
     def _keep(self, data: bytes, sink: Stream) -> None:
         with self._lock:

@@ -371,3 +371,19 @@ async def test_a_client_without_a_session_is_told_why_it_has_no_background_comma
         assert listed.is_error and "no session" in text_of(listed) and "stdio or stateful HTTP" in text_of(listed)
         ran = await client.call_tool("run_shell_command", {"command": "echo foreground"})
         assert not ran.is_error and "foreground" in text_of(ran)
+
+
+async def test_past_its_rendering_budget_a_terminal_is_logged_as_plain_text(tmp_path: Path) -> None:
+    """Emulation costs about a third of a CPU-microsecond a byte: past the job's budget (none here) what was
+    on the screen goes to the log, and the output after it plain, controls removed, and the log says so."""
+    runner = Runner("test", base=str(tmp_path))
+    jobs = BackgroundJobs(runner, Limits(render_cpu=0.0))
+    command = r"printf '\033[31mred\033[0m\n'; sleep 0.3; printf '\033[32mgreen\033[0m \033]0;title\007\n'"
+    job = jobs.start(RunSpec(terminal_argv(["bash", "-c", command]), pty=TERMINAL_SIZE))
+    try:
+        await eventually(job.done.is_set)
+        log = job.read_log(0, 10_000).decode()
+        assert "red\n" in log and "green \n" in log and "\x1b" not in log and "title" not in log, ascii(log)
+        assert log.index("red") < log.index("its budget") < log.index("green"), log
+    finally:
+        await runner.aclose()
