@@ -19,7 +19,7 @@ import stat
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import unquote, urlparse
 
 from coretools.errors import (
@@ -200,6 +200,8 @@ class Workspace:
                     raise InvalidPath(
                         f'Path component "{part[:20]}..." is too long (maximum {MAX_COMPONENT_BYTES} bytes).'
                     )
+        if path.endswith(("/", "/.")) and path.strip("/."):
+            return replace(self.locate(path.rstrip("/").removesuffix("/.").rstrip("/") or "/", base=base), directory=True)
         if path.startswith("/"):
             for index, root in enumerate(self.roots):
                 rest = strip_prefix(path, root.shown)
@@ -532,15 +534,16 @@ class Workspace:
 
     # -- writing (where: here; how a file is replaced: `writes`) ----------------------------------------
 
-    def open_parent(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]:
+    def open_parent(self, loc: Location, *, create: bool, directory: bool = False) -> tuple[int, int, str, str]:
         """Open the parent directory of `loc` (creating missing directories inside the root if asked), where
         every write, edit and removal begins. Returns `(parent_fd, root_index, parent_rel, name)`. A scratch
         area is read-only."""
         if self.is_scratch(loc.root):
             raise scratch.read_only_error(loc.shown, self.root_list())
         parent_rel, _, name = loc.rel.rpartition("/")
-        if name in ("", ".", ".."):
-            raise InvalidPath(f"Path does not name a file: {loc.shown}")
+        if name in ("", ".", "..") or (loc.directory and not directory):
+            raise InvalidPath(f"Path does not name a file: {loc.shown}/ ends with '/', which names a directory. Give "
+                              "the file's own path." if loc.directory else f"Path does not name a file: {loc.shown}")
         flags = (kernel.O_PATH or os.O_RDONLY) | kernel.O_DIRECTORY
         try:
             plain = kernel.open_plain(self.roots[loc.root].fd, parent_rel, flags)
@@ -558,6 +561,8 @@ class Workspace:
             if not create:
                 raise PathError(f"Directory not found: {parent_loc.shown}", ErrorKind.FILE_NOT_FOUND) from None
             fd, root = self._make_dirs(loc.root, parent_rel, loc.shown)
+        except NotADirectoryError:
+            raise PathError(self._not_a_directory(loc.root, parent_rel, loc.shown), ErrorKind.PATH_IS_NOT_A_DIRECTORY) from None
         except OSError as exc:
             raise self.os_error(exc, loc.shown) from None
         real_root, real_parent = self._real_rel(fd, root, parent_rel)
@@ -573,6 +578,20 @@ class Workspace:
             os.close(fd)
             raise ProtectedPath(shown, reason)
         return fd, root, parent_rel, name
+
+    def _not_a_directory(self, root: int, parent_rel: str, shown: str) -> str:
+        """Why `shown` cannot be reached: the first component of its parent that is there but no directory."""
+        parts = [p for p in parent_rel.split("/") if p not in ("", ".")]
+        for i in range(len(parts)):
+            prefix = "/".join(parts[: i + 1])
+            try:
+                st = os.stat(prefix, dir_fd=self.roots[root].fd, follow_symlinks=False)
+            except OSError:
+                break
+            if not stat.S_ISDIR(st.st_mode):
+                what = "a file" if stat.S_ISREG(st.st_mode) else kind_name(st.st_mode)
+                return f"Cannot reach {shown}: {self.shown_path(root, prefix)} is {what}, not a directory."
+        return f"Cannot reach {shown}: a component of its path is not a directory."
 
     def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:
         """`mkdir -p` of `parent_rel`; returns the last directory, opened.

@@ -131,6 +131,7 @@ class Location:
     root: int
     rel: str
     shown: str  # absolute, lexically normalised, for messages
+    directory: bool = False  # given with a final "/" (or "/."): it names a directory, never a file to write
 
 @dataclass
 class Node:

@@ -36,7 +36,7 @@ class Gateway(Protocol):
     roots: tuple[Root, ...]
     allow_protected: bool
 
-    def open_parent(self, loc: Location, *, create: bool) -> tuple[int, int, str, str]: ...
+    def open_parent(self, loc: Location, *, create: bool, directory: bool = False) -> tuple[int, int, str, str]: ...
 
     def open_node(self, loc: Location, *, follow: bool = True) -> Node: ...
 
@@ -316,7 +316,7 @@ class Writes:
         path and whether it was created (False: a directory, or a contained link to one, was there)."""
         if not self.gateway.allow_protected and (reason := protected_reason(loc.rel)):
             raise ProtectedPath(loc.shown, reason)
-        parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=True)
+        parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=True, directory=True)
         try:
             rel = f"{parent_rel}/{name}" if parent_rel else name
             shown = self.gateway.shown_path(root, rel)
@@ -327,8 +327,9 @@ class Writes:
             except FileExistsError:
                 with self.gateway.open_node(loc) as node:  # follows a link only inside the roots
                     if not node.is_dir:
+                        what = "a file" if stat.S_ISREG(node.st.st_mode) else kind_name(node.st.st_mode)
                         raise ToolError(
-                            f"Cannot create directory {shown}: a {kind_name(node.st.st_mode)} of that name exists.",
+                            f"Cannot create directory {shown}: {what} of that name exists there.",
                             ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE,
                         ) from None
                 return shown, False
@@ -405,8 +406,8 @@ class Writes:
         """The canonical absolute path of the file `loc` names, following a contained symlink at the target
         as `write_atomic` does. It names the file across atomic replacements (an inode would not) and is the
         same in every Workspace of this process, so it can key a process-wide lock."""
-        try:
-            parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=False)
+        try:  # a name, not a write: a path given with a final "/" has one too (the write refuses it)
+            parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=False, directory=True)
         except PathError as exc:
             if exc.kind != ErrorKind.FILE_NOT_FOUND:
                 raise

@@ -15,7 +15,7 @@ import pytest
 from coretools.errors import ConfigurationError
 from coretools.server.toolset import ToolSet
 from tests.conftest import connect, make_config, text_of
-from tests.support import REPO, snapshot
+from tests.support import REPO, ToolSession, snapshot
 from tests.tools.test_schemas import gemini_problems
 
 pytestmark = pytest.mark.anyio
@@ -269,3 +269,11 @@ async def test_the_sessions_own_deletion_or_move_is_no_stale_write(root: Path) -
         assert not edited.is_error and b.read_text() == "b\n", text_of(edited)
         made = await client.call_tool("write_file", {"file_path": str(a), "content": "fresh\n"})
         assert not made.is_error and a.read_text() == "fresh\n", text_of(made)
+
+
+async def test_a_path_ending_in_a_slash_names_a_directory(root: Path) -> None:
+    async with ToolSession(root, "--tools", "all") as tools:
+        written = await tools.call("write_file", file_path=f"{root}/newdir/", content="x\n")
+        made = await tools.call("create_directory", path=f"{root}/made/")
+    assert written.is_error and "names a directory" in text_of(written) and not (root / "newdir").exists()
+    assert not made.is_error and (root / "made").is_dir()
