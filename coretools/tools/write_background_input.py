@@ -7,9 +7,9 @@ keys that are not text (Ctrl-C, Ctrl-D, arrows...), sent after it. The call then
 program's answer and returns what is new, as read_background_output would, saving the model a call.
 
 A program that reads its terminal in canonical mode (a shell's `read`, `cat`) gets its input from the
-terminal's line editor, which keeps at most 4,095 bytes of a line and silently drops the rest: a longer line
-is cut to that before it is typed, and the answer says so, rather than "sent" for bytes the program never
-reads (`BackgroundJob.line_room`).
+terminal's line editor, which keeps at most 4,095 bytes of a line and silently drops the rest. A longer line
+is refused, nothing typed: a line cut short and then entered would run what is left of it, which is not what
+was asked (`BackgroundJob.line_room`).
 """
 
 from __future__ import annotations
@@ -92,36 +92,34 @@ class WriteBackgroundInput(Tool):
                             "read_background_output shows its output.", ErrorKind.INVALID_TOOL_PARAMS)  # fmt: skip
         typed = text.replace("\r\n", "\n").replace("\n", "\r").encode("utf-8", "replace")
         room = job.line_room()
-        lines, cut = fit_lines(typed, room)
+        long = too_long(typed, room)
+        if long:
+            raise ToolError(
+                f"Nothing was sent to background process {job.pid}: it reads its terminal in canonical mode (the "
+                f"terminal edits each line), which keeps at most {room:,} bytes of a line and drops the rest, and "
+                + ", ".join(f"line {n} is {size:,} bytes" for n, size in long)
+                + ". A line cut short and then entered would run what is left of it. To pass longer text, write it "
+                "to a file (write_file) and have the program read the file.",
+                ErrorKind.INVALID_TOOL_PARAMS,
+            )
         pressed = b"".join(KEYS[key] for key in keys)
-        data, asked = b"\r".join(lines) + pressed, len(typed) + len(pressed)
+        data = typed + pressed
         sent = await anyio.to_thread.run_sync(job.write, data)
         await settle(job, args.get("delay_ms", DEFAULT_DELAY_MS), job.read_mark)
         if sent < len(data):
-            first = (f"Sent {sent:,} of {asked:,} bytes: the program stopped reading its input (the terminal's "
+            first = (f"Sent {sent:,} of {len(data):,} bytes: the program stopped reading its input (the terminal's "
                      "buffer is full) or ended. ")  # fmt: skip
-        elif cut:
-            first = f"Sent {sent:,} of {asked:,} bytes. "
         else:
             first = f"Sent {sent:,} bytes. "
-        if cut:
-            first += (f"The program reads its terminal in canonical mode (the terminal edits each line), which keeps "
-                      f"at most {room:,} bytes of a line and drops the rest: "
-                      + ", ".join(f"line {n} was cut to {room:,} of its {size:,} bytes" for n, size in cut)
-                      + ". To pass longer text, write it to a file (write_file) and have the program read the file. ")
         return reading(job, None, ctx.result_chars, prefix=first)
 
 
-def fit_lines(typed: bytes, room: int | None) -> tuple[list[bytes], list[tuple[int, int]]]:
-    """`typed` split into its lines (at each Enter), each cut to `room` bytes on a whole character, and the
-    (number, size) of each line that was cut; nothing is cut where `room` is None."""
-    lines = typed.split(b"\r")
-    cut = []
-    for n, line in enumerate(lines):
-        if room is not None and len(line) > room:
-            cut.append((n + 1, len(line)))
-            lines[n] = line[:room].decode("utf-8", "ignore").encode()
-    return lines, cut
+def too_long(typed: bytes, room: int | None) -> list[tuple[int, int]]:
+    """The (number, size) of each line of `typed` (split at each Enter) longer than `room` bytes; none where
+    `room` is None (the terminal does not edit lines)."""
+    if room is None:
+        return []
+    return [(n + 1, len(line)) for n, line in enumerate(typed.split(b"\r")) if len(line) > room]
 
 
 TOOL = WriteBackgroundInput

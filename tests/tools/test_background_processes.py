@@ -344,19 +344,22 @@ async def test_a_terminal_shows_no_c1_or_bidi_controls(tmp_path: Path) -> None:
         await runner.aclose()
 
 
-async def test_a_line_the_terminal_would_cut_is_reported_cut(server: HttpServer) -> None:
+async def test_a_line_the_terminal_would_cut_is_refused(server: HttpServer) -> None:
     """In canonical mode the terminal keeps 4,095 bytes of a line and drops the rest, silently: the answer
-    said "Sent 5,001 bytes". It says what the program gets; a program in raw mode gets the whole line."""
+    said "Sent 5,001 bytes", and the program ran the cut line. Such a line is refused, nothing typed; a
+    program in raw mode gets the whole line."""
     async with http_client(server.url) as client:
         pid = await start(client, "read x; echo GOT ${#x}; stty -icanon; echo RAW; head -c 5001 | wc -c")
-        text, _ = await call(client, "write_background_input", pid=pid, input="y" * 5000 + "\n", delay_ms=3000)
-        assert "Sent 4,096 of 5,001 bytes" in text and "line 1 was cut to 4,095 of its 5,000 bytes" in text, text
+        refused = await client.call_tool("write_background_input", {"pid": pid, "input": "y" * 5000 + "\n"})
+        assert refused.is_error and "Nothing was sent" in text_of(refused), text_of(refused)
+        assert "at most 4,095 bytes of a line" in text_of(refused) and "line 1 is 5,000 bytes" in text_of(refused)
+        text, _ = await call(client, "write_background_input", pid=pid, input="y" * 4000 + "\n", delay_ms=3000)
         with anyio.fail_after(15):
             while "RAW" not in text:
                 text += (await call(client, "read_background_output", pid=pid, delay_ms=500))[0]
         text += (await call(client, "write_background_input", pid=pid, input="z" * 5000 + "\n"))[0]
         text += (await until_exited(client, pid))[0]
-        assert "GOT 4095" in text and "Sent 5,001 bytes" in text and "5001" in text, text
+        assert "GOT 4000" in text and "Sent 5,001 bytes" in text and "5001" in text, text
 
 
 async def test_a_client_without_a_session_is_told_why_it_has_no_background_commands(server: HttpServer) -> None:
