@@ -533,8 +533,11 @@ def _expand(text: str, spec: HostFile) -> str | None:
 
 def _shown(path: str) -> str:
     """A path as a person writes it: under the home directory as `~/...`."""
+    from coretools.sandbox import strip_prefix
+
     home = os.path.expanduser("~")
-    return "~" + path[len(home):] if home != "/" and (path + "/").startswith(home + "/") else path
+    rest = strip_prefix(path, home) if home != "/" else None
+    return path if rest is None else ("~/" + rest if rest else "~")
 
 
 _JSONC = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/|,(\s*[}\]])', re.S)
