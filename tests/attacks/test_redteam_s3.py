@@ -3,9 +3,10 @@ create_directory, the background-process tools), attacked through tool calls onl
 hostile file or web page would call them.
 
 One real HTTP server (`--tools all --undo-tool`) serves the whole module; each test works in a directory of
-its own under the root, next to which lies a decoy directory no tool may touch. Attacks that succeed are
-strict xfails named after their finding, so the suite stays green until each is fixed; the held ones prove
-a boundary cheaply.
+its own under the root, next to which lies a decoy directory no tool may touch. Each test is one attack that
+must be refused or come to nothing: a file outside the roots or in `.git` changed, a git directory planted,
+memory or a terminal's reader exhausted, controls reaching the model, a process left behind, an answer that
+says more was done than was.
 """
 
 from __future__ import annotations
