@@ -589,8 +589,7 @@ class Workspace:
             except OSError:
                 break
             if not stat.S_ISDIR(st.st_mode):
-                what = "a file" if stat.S_ISREG(st.st_mode) else kind_name(st.st_mode)
-                return f"Cannot reach {shown}: {self.shown_path(root, prefix)} is {what}, not a directory."
+                return f"Cannot reach {shown}: {self.shown_path(root, prefix)} is {kind_name(st.st_mode)}, not a directory."
         return f"Cannot reach {shown}: a component of its path is not a directory."
 
     def _make_dirs(self, root: int, parent_rel: str, shown: str) -> tuple[int, int]:

@@ -237,4 +237,6 @@ def kind_name(mode: int) -> str:
         return "a device"
     if stat.S_ISLNK(mode):
         return "a symlink"
+    if stat.S_ISREG(mode):
+        return "a file"
     return "not a regular file"

@@ -327,9 +327,8 @@ class Writes:
             except FileExistsError:
                 with self.gateway.open_node(loc) as node:  # follows a link only inside the roots
                     if not node.is_dir:
-                        what = "a file" if stat.S_ISREG(node.st.st_mode) else kind_name(node.st.st_mode)
                         raise ToolError(
-                            f"Cannot create directory {shown}: {what} of that name exists there.",
+                            f"Cannot create directory {shown}: {kind_name(node.st.st_mode)} of that name exists there.",
                             ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE,
                         ) from None
                 return shown, False

@@ -34,13 +34,7 @@ def similar_lines(text: str, needle: str, shown_max: int = 3, fuzzy_max_lines: i
     votes = _votes(text, keys, check)
     width = len(wanted)
     if votes:
-        best = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))
-        picked: list[int] = []
-        for start, _ in best:
-            if all(abs(start - p) >= width for p in picked):
-                picked.append(start)
-            if len(picked) == shown_max:
-                break
+        picked = _apart(votes, width, shown_max)
         total = sum(len(v) for v in keys.values())
         ranges = [(max(start, 0), min(start + width, count)) for start in picked]
         shown = _lines_in(text, ranges)
@@ -72,18 +66,25 @@ def _similar_blocks(text: str, keys: dict[str, list[int]], width: int, count: in
     scored = _fuzzy(text, keys, check)
     if not scored:
         return ""
-    picked: list[int] = []
-    for start in sorted(scored, key=lambda start: (-scored[start], start)):
-        if all(abs(start - p) >= width for p in picked):
-            picked.append(start)
-        if len(picked) == shown_max:
-            break
+    picked = _apart(scored, width, shown_max)
     total = sum(len(v) for v in keys.values())
     ranges = [(max(start, 0), min(start + width, count)) for start in picked]
     shown = _lines_in(text, ranges)
     parts = [f"Lines {lo + 1}-{hi} (about {_pct(scored[start] / total)} like your lines):\n" + _numbered(shown, lo, hi)
              for start, (lo, hi) in zip(picked, ranges)]
     return "No line matches exactly; the blocks most like old_string are:\n" + "\n".join(parts)
+
+
+def _apart(scores: dict[int, float], width: int, shown_max: int) -> list[int]:
+    """Up to `shown_max` alignments, best score first (the earlier on a tie), none within `width` lines of
+    one already taken."""
+    picked: list[int] = []
+    for start in sorted(scores, key=lambda start: (-scores[start], start)):
+        if all(abs(start - p) >= width for p in picked):
+            picked.append(start)
+            if len(picked) == shown_max:
+                break
+    return picked
 
 
 def _votes(text: str, keys: dict[str, list[int]], check: Callable[[], None] | None) -> dict[int, int]:
