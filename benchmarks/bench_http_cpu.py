@@ -67,13 +67,16 @@ def _cpu(pid: int) -> tuple[float, float]:
 
 
 class Server:
-    """`python -m coretools serve --transport http` run from `checkout`, pinned to `cpu`."""
+    """`python -m coretools serve --transport http` run from `checkout`, pinned to `cpu`: with the checkout's
+    own environment when it has one (`uv sync --locked` there: an older commit with the dependencies it was
+    locked to), else with this one's."""
 
     def __init__(self, checkout: Path, root: Path, cpu: int, flags: list[str]) -> None:
         env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
         env["PYTHONPATH"] = str(checkout)
         env["CORETOOLS_STATE_DIR"] = str(root.parent / "state")  # the edit journal starts empty every time
-        command = [sys.executable, "-m", "coretools", "serve", "--transport", "http", "--port", "0", "--root", str(root), *flags]
+        python = checkout / ".venv" / "bin" / "python"
+        command = [str(python) if python.exists() else sys.executable, "-m", "coretools", "serve", "--transport", "http", "--port", "0", "--root", str(root), *flags]
         self.proc = subprocess.Popen(
             command, cwd=checkout, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
@@ -229,15 +232,14 @@ def _span(values: list[float], fmt: str) -> str:
 def report(results: dict[str, list[Sample]], args: argparse.Namespace) -> None:
     print(f"\n{args.clients} clients x {args.calls} calls, mode={args.mode}{' stateless' if args.stateless else ''}, mix={args.mix}, "
           f"{args.runs} runs; generator on CPU {args.client_cpu}, server on CPU {args.server_cpu} (ranges over runs)")
-    head = f"{'checkout':<10}{'server CPU ms/call':>20}{'tools ms/call':>15}{'calls/s':>10}{'p50 ms':>12}{'p99 ms':>12}{'kept-alive ms':>15}{'fresh ms':>10}{'unearned':>9}"
-    print(head)
-    print("-" * len(head))
+    print("| checkout | server CPU ms/call | tools ms/call | calls/s | p50 ms | p99 ms | kept-alive ms | fresh ms | unearned |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for label, samples in results.items():
         def col(attr: str, fmt: str) -> str:
             return _span([getattr(s, attr) for s in samples], fmt)
 
-        print(f"{label:<10}{col('cpu_ms', '.2f'):>20}{col('child_ms', '.2f'):>15}{col('rate', '.0f'):>10}{col('p50', '.0f'):>12}"
-              f"{col('p99', '.0f'):>12}{col('kept_alive_ms', '.1f'):>15}{col('fresh_ms', '.1f'):>10}{sum(s.unearned for s in samples):>9}")
+        print(f"| {label} | {col('cpu_ms', '.2f')} | {col('child_ms', '.2f')} | {col('rate', '.0f')} | {col('p50', '.0f')} "
+              f"| {col('p99', '.0f')} | {col('kept_alive_ms', '.1f')} | {col('fresh_ms', '.1f')} | {sum(s.unearned for s in samples)} |")
     labels = list(results)
     if len(labels) > 1:
         base = results[labels[0]]

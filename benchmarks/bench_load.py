@@ -252,15 +252,14 @@ def print_report(report: Report, clients: int, mode: str) -> None:
     for o in report.outcomes:
         by_tool[o.tool].append(o)
     print(f"\n{clients} clients, mode={mode}, {report.answered} calls, tools listed: {', '.join(report.tools)}")
-    header = f"{'tool':<22}{'calls':>7}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'earned err':>11}{'unearned':>9}"
-    print(header)
-    print("-" * len(header))
+    print("| tool | calls | p50 ms | p99 ms | max ms | earned err | unearned |")
+    print("|---|---|---|---|---|---|---|")
     rows = sorted(by_tool.items()) + [("ALL", report.outcomes)]
     for tool, items in rows:
         ms = [o.seconds * 1000 for o in items]
         earned = sum(1 for o in items if o.expect_error and o.is_error)
         unearned = sum(1 for o in items if not o.ok and not o.expect_error)
-        print(f"{tool:<22}{len(items):>7}{_pct(ms, 50):>9.1f}{_pct(ms, 99):>9.1f}{max(ms):>9.1f}{earned:>11}{unearned:>9}")
+        print(f"| {tool} | {len(items)} | {_pct(ms, 50):.1f} | {_pct(ms, 99):.1f} | {max(ms):.1f} | {earned} | {unearned} |")
     print(f"\nthroughput: {report.answered / report.wall:.0f} calls/s over {report.wall:.1f} s of load")
     print(
         f"CPU during the load: server {report.server_cpu:.1f} s, clients (this process) {report.client_cpu:.1f} s, "

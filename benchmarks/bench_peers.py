@@ -302,14 +302,14 @@ async def measure(peers: list[Peer], ops, runs: int, warm: int, only: set[str] |
 
 
 def report(rows, peers: list[Peer], rss: dict[str, int]) -> None:
-    print(f"\n{'operation':<28} | {'column':<34} | {'median':>10} | ratio to ours")
-    print("-" * 92)
+    """One markdown table (`benchmarks/readme_figures.py` reads it), then the peak RSS lines."""
+    print("\n| operation | column | median ms | ours / column |")
+    print("|---|---|---|---|")
     for label, cols in rows:
         first = cols["ours"]
         for name, took in cols.items():
-            ratio = "" if name == "ours" else f"ours {first / took:5.2f}x"
-            print(f"{label:<28} | {name:<34} | {took * 1000:7.2f} ms | {ratio}")
-        print("-" * 92)
+            ratio = "" if name == "ours" else f"{first / took:.2f}x"
+            print(f"| {label} | {name} | {took * 1000:.2f} | {ratio} |")
     print()
     for name, kib in rss.items():
         print(f"peak RSS of the {name} server's process tree: {kib / 1024:.1f} MiB")

@@ -19,7 +19,10 @@ the benchmarks' saved outputs.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import re
@@ -227,10 +230,14 @@ def test_example_config(newcomer: Newcomer) -> None:
 
 
 def _figures():  # noqa: ANN202 - the script's module
-    spec = importlib.util.spec_from_file_location("readme_figures", REPO / "benchmarks" / "readme_figures.py")
+    return _benchmark_module("readme_figures")
+
+
+def _benchmark_module(name: str):  # noqa: ANN202 - a module of benchmarks/
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("readme_figures", module)  # its dataclasses look their module up there
+    sys.modules.setdefault(name, module)  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -248,4 +255,53 @@ def test_benchmark_table_is_the_one_the_script_wrote() -> None:
     assert figures.readme_with(rendered, readme) == readme, f"README.md's table differs: run `{again}`"
     for name in json.loads((REPO / "benchmarks" / "results" / "run.json").read_text()):
         bench = next(b for b in figures.BENCHMARKS if b.name == name)
-        assert bench.parse((REPO / "benchmarks" / "results" / f"{name}.txt").read_text()), f"{name}.txt holds no figures"
+        assert bench.parse(figures.outputs(bench)), f"{', '.join(bench.files())} hold no figures"
+
+
+def _printed(report, *args) -> str:  # noqa: ANN001 - a benchmark's report function
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        report(*args)
+    return out.getvalue()
+
+
+def test_goal_table_is_rendered_from_what_the_benchmarks_print(tmp_path: Path) -> None:
+    """Issue 35's goal table comes from the tables bench_peers and bench_http_cpu print (their own report
+    functions, fed known medians) and bench_suite's: each ratio's range over the runs, and the goal judged
+    run by run; a goal whose benchmark has not run says so. With none of them run there is no goal table."""
+    figures = _figures()
+    peers, http_cpu = _benchmark_module("bench_peers"), _benchmark_module("bench_http_cpu")
+    record = json.loads((REPO / "benchmarks" / "results" / "run.json").read_text())
+    shutil.copy(REPO / "benchmarks" / "results" / "sandbox.txt", tmp_path)
+    (tmp_path / "run.json").write_text(json.dumps({"sandbox": record["sandbox"]}))
+    assert "Issue 35" not in figures.render(tmp_path)
+
+    floor = "floor: 2 journal appends + 2 durable writes"
+    for n, (vs_ref, vs_floor, read) in enumerate([(1.4, 1.1, 0.9), (1.6, 1.3, 0.95), (1.7, 1.3, 0.92)], 1):
+        rows = [
+            ("read_many_files 150 files", {"ours": 0.009, "reference": 0.009 / read}),
+            ("write_file new + replace", {"ours": 0.0054, "reference": 0.0054 / vs_ref, floor: 0.0054 / vs_floor}),
+        ]
+        printed = _printed(peers.report, rows, [], {"ours": 83 * 1024, "reference": 120 * 1024})
+        (tmp_path / f"peers-{n}.txt").write_text("corpus: /c (django 5.1 + 7000 ignored files); 15 runs after 3 warm-up\n" + printed)
+    (tmp_path / "run.json").write_text(json.dumps({"sandbox": record["sandbox"], "peers": record["sandbox"]}))
+    rendered = figures.render(tmp_path)
+    assert "| `write_file new + replace`: ours vs reference | **1.40x–1.70x** (5.40 ms vs 3.18–3.86 ms) |" in rendered
+    write, read, http, suite = rendered.split("| operation | goal | measured | met |\n|---|---|---|---|\n")[1].splitlines()
+    assert write.endswith("| 1.40x–1.70x of the reference, 1.10x–1.30x of the floor (3 runs) | met in 1 of 3 runs |"), write
+    assert read.endswith("| 0.90x–0.95x (3 runs) | met |"), read
+    assert http.endswith(f"| {figures.NOT_MEASURED} |  |") and suite.endswith(f"| {figures.NOT_MEASURED} |  |"), (http, suite)
+
+    options = argparse.Namespace(clients=50, calls=20, mode="legacy", stateless=False, mix="all", runs=3, client_cpu=0, server_cpu=1)
+    sample = dict(child_ms=1.0, rate=300.0, p50=100.0, p99=300.0, unearned=0, kept_alive_ms=1.0, fresh_ms=2.0)
+    runs = {"9d6fdcb": [http_cpu.Sample(cpu_ms=ms, **sample) for ms in (4.0, 4.2, 4.5)],
+            "main": [http_cpu.Sample(cpu_ms=3.0, **sample)] * 3}  # fmt: skip
+    (tmp_path / "http_cpu.txt").write_text(_printed(http_cpu.report, runs, options))
+    (tmp_path / "suite.txt").write_text(
+        "| command | commit | seconds | CPU seconds | exit | pytest |\n|---|---|---|---|---|---|\n"
+        "| `.ci/run` on a fresh clone | 0a594bf | 662 | 1210 | 0 | 2100 passed, 12 skipped in 640.21s |\n"
+    )
+    (tmp_path / "run.json").write_text(json.dumps(dict.fromkeys(["sandbox", "peers", "http_cpu", "suite"], record["sandbox"])))
+    http, suite = figures.render(tmp_path).splitlines()[-2:]
+    assert http.endswith("| 9d6fdcb / main: 1.33x–1.50x (3 runs) | met |"), http
+    assert suite.endswith("| 662 s, exit 0 (1 run) | **not met** |"), suite
