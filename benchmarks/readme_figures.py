@@ -504,14 +504,15 @@ def write(table: str) -> None:
 
 
 def main() -> int:
-    names = ", ".join(b.name for b in BENCHMARKS)
+    known = ", ".join(b.name for b in BENCHMARKS)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help=f"comma-separated: {names}; goals: peers,http_cpu (default: all but suite)")
+    parser.add_argument("--only", help=f"comma-separated: {known}; goals: peers,http_cpu (default: all but suite)")
     parser.add_argument("--suite", action="store_true", help="also time the test suite on a fresh clone (bench_suite.py, ~11 minutes)")
     parser.add_argument("--render", action="store_true", help="do not run anything: rewrite the tables from benchmarks/results/")
     parser.add_argument("--results", type=Path, default=RESULTS, metavar="DIR",
                         help="keep the outputs in DIR instead; the tables are then printed, README.md left alone (a trial run)")  # fmt: skip
     args = parser.parse_args()
+    names: set[str] = set()
     if not args.render:
         if args.only:
             names = {n for name in args.only.split(",") for n in (("peers", "http_cpu") if name == "goals" else (name,))}
@@ -521,11 +522,13 @@ def main() -> int:
             names.add("suite")
         unknown = sorted(names - {b.name for b in BENCHMARKS})
         if unknown:
-            parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(b.name for b in BENCHMARKS)}, goals")
+            parser.error(f"unknown benchmark {', '.join(unknown)}; known: {known}, goals")
+    try:
         run([b for b in BENCHMARKS if b.name in names], args.results)
-    table = render(args.results)
-    if args.results.resolve() == RESULTS:
-        write(table)
+    finally:  # a benchmark that failed stops the run: the tables still show every output saved before it
+        table = render(args.results)
+        if args.results.resolve() == RESULTS:
+            write(table)
     print(table)
     return 0
 
