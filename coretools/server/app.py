@@ -3,7 +3,8 @@
 It knows no tool by name: its instructions are built from the published tools' hints, and the resources
 they offer come from the tools themselves. Per connection it asks the client for its roots (2025-era
 connections that offer them) and has `workspaces.py` decide the workspace, builds the tool context (progress,
-user confirmation through elicitation when the client supports it) and hands the call to `ToolSet`.
+user confirmation through elicitation when the client supports it) and hands the call to `ToolSet`. A
+result's links to files (`resource_link`) reach only clients whose protocol version has them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import anyio
 from mcp import MCPError, types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.caching import CacheHint
+from mcp_types.version import is_version_at_least
 
 from coretools import __version__
 from coretools.errors import ToolError
@@ -121,6 +123,18 @@ class Sessions:
             return SessionScope("call", per_call=True), True
         return scope, False
 
+    @asynccontextmanager
+    async def entered(self, ctx: ServerRequestContext) -> AsyncIterator[SessionScope]:
+        """The request's session scope (`scope`) for the length of the request, closed after it when it is
+        the request's own."""
+        scope, own = self.scope(ctx)
+        try:
+            yield scope
+        finally:
+            if own:
+                with anyio.CancelScope(shield=True):
+                    await scope.aclose()
+
     async def aclose(self) -> None:
         for scope in list(self._live):
             await scope.aclose()
@@ -193,6 +207,10 @@ def _elicitor(ctx: ServerRequestContext):
     return elicit
 
 
+LINKS_SINCE = "2025-06-18"
+"""The first protocol version with `resource_link` content: a client that negotiated an older one is sent a
+result without its links (the text names the same files)."""
+
 TOOL_LIST_HINT = CacheHint(ttl_ms=24 * 3600 * 1000, scope="private")
 """The published tools are chosen at start and never change while the server runs: a 2026-07-28 client may
 keep `tools/list` for a day (the hint has no "forever"). Private: the answer is for this server's own
@@ -207,7 +225,7 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
     async def workspace_for(ctx: ServerRequestContext) -> Workspace:
         return await workspaces.for_connection(_connection_key(ctx), lambda: _client_roots(ctx))
 
-    resources = Resources(workspace_for, published(toolset.resources(), config.http.transport))
+    resources = Resources(workspace_for, published(toolset.resources(), config.http.transport), sessions.entered)
 
     @asynccontextmanager
     async def lifespan(_: Server) -> AsyncIterator[dict[str, Any]]:
@@ -248,24 +266,19 @@ def build_server(config: ServerConfig, toolset: ToolSet | None = None) -> tuple[
             except Exception:  # noqa: BLE001 - progress is best effort; the call goes on
                 logger.debug("progress notification failed", exc_info=True)
 
-        scope, own = sessions.scope(ctx)
-        tool_ctx = ToolContext(
-            workspace=workspace, report_progress=progress, elicit=_elicitor(ctx), views=sessions.views(ctx),
-            session=scope,
-        )
-        try:
+        async with sessions.entered(ctx) as scope:
+            tool_ctx = ToolContext(
+                workspace=workspace, report_progress=progress, elicit=_elicitor(ctx), views=sessions.views(ctx),
+                session=scope,
+            )
             return await toolset.run(published, params.name, params.arguments, tool_ctx)
-        finally:
-            if own:
-                with anyio.CancelScope(shield=True):
-                    await scope.aclose()
 
     guarded = CallLimiter.from_config(config).guard(run_tool, key=_connection_key, client=_peer_address)
     structured = config.structured_content
 
     async def on_call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         result: ToolResult = await guarded(ctx, params)
-        return result.to_mcp(structured=structured)
+        return result.to_mcp(structured=structured, links=is_version_at_least(ctx.protocol_version, LINKS_SINCE))
 
     async def on_roots_changed(ctx: ServerRequestContext, params: types.NotificationParams | None) -> None:
         workspaces.forget(_connection_key(ctx))

@@ -17,6 +17,12 @@ One template per root lets a client name any file below it (`file:///root/{+path
 (`Tool.resources`) are listed first; one that is one user's own is published over stdio only (the process
 serves one user), never over HTTP.
 
+Saved command outputs and background logs (`sandbox/scratch.py`) are never listed, but a tool result that
+names one links to it (`ToolResult.link`), and reading that link works for the session that owns the file:
+the request's session is in force while the read runs, so the gateway's one rule decides (`session.visible`,
+as for `read_file` the tool). For any other session the file is outside its workspace, and a path outside the
+workspace is not found, like a missing file, so no session can tell another's files from names never made.
+
 No change notifications: noticing changes would need a watcher on every directory of every root (inotify
 watches are a limited, per-user resource) or a rescan; lists and reads are computed at each request, so they
 are always current.
@@ -33,21 +39,22 @@ import logging
 import mimetypes
 import os
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import AbstractAsyncContextManager, closing
 from typing import Any
-from urllib.parse import quote, unquote_to_bytes, urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 import anyio
 import anyio.from_thread
 from mcp import MCPError, types
 from mcp.server import ServerRequestContext
 
-from coretools.errors import ErrorKind, ToolError
+from coretools.errors import ErrorKind, OutsideWorkspace, ToolError
 from coretools.sandbox.gateway import Workspace
 from coretools.sandbox.ignore import IgnoreOptions
 from coretools.sandbox.paths import DirEntry, within
+from coretools.sandbox.session import SessionScope
 from coretools.workspace.resource_walk import Position, walk_after
-from coretools.tools.base import ToolResource
+from coretools.tools.base import ToolResource, file_uri
 from coretools.tools.filetypes import SNIFF_BYTES, classify
 
 logger = logging.getLogger("coretools")
@@ -64,11 +71,6 @@ TEXT_APPLICATION_TYPES = frozenset(
 
 
 # -- URIs -----------------------------------------------------------------------------------------------
-
-
-def file_uri(path: str) -> str:
-    """`file://` and the absolute path, percent-encoded byte by byte (a name that is not UTF-8 survives)."""
-    return "file://" + quote(path.encode("utf-8", "surrogateescape"), safe="/")
 
 
 def uri_path(uri: str) -> str:
@@ -184,11 +186,18 @@ def _printable(text: str) -> str:
 class Resources:
     """The resource handlers of one server. `workspace_for(ctx)` gives a request's workspace (raising
     `ToolError` when there is none); `offered` are the files the tools offer that this server publishes
-    (`published`)."""
+    (`published`); `session_for(ctx)` enters the request's session (an async context manager yielding its
+    `SessionScope`), in force while a read runs so that the session's own saved outputs are readable."""
 
-    def __init__(self, workspace_for: Callable[[ServerRequestContext], Any], offered: list[ToolResource]) -> None:
+    def __init__(
+        self,
+        workspace_for: Callable[[ServerRequestContext], Any],
+        offered: list[ToolResource],
+        session_for: Callable[[ServerRequestContext], AbstractAsyncContextManager[SessionScope]],
+    ) -> None:
         self._workspace_for = workspace_for
         self.offered = offered
+        self._session_for = session_for
 
     def handlers(self) -> dict[str, Any]:
         """The `Server(...)` keyword arguments that publish the resources."""
@@ -237,7 +246,9 @@ class Resources:
             found = await anyio.to_thread.run_sync(_read_offered, offered, uri)
             return types.ReadResourceResult(contents=[found])
         ws = await self._workspace(ctx)
-        found = await _in_thread(f"reading {uri}", read_file, ws, uri, path)
+        async with self._session_for(ctx) as session:
+            with session.active():
+                found = await _in_thread(f"reading {uri}", read_file, ws, uri, path)
         return types.ReadResourceResult(contents=[found])
 
     # -- the files the tools offer ------------------------------------------------------------------------
@@ -371,19 +382,17 @@ def _resource(ws: Workspace, root: int, entry: DirEntry) -> types.Resource:
 
 def read_file(ws: Workspace, uri: str, path: str) -> types.TextResourceContents | types.BlobResourceContents:
     """The contents of the workspace file `path` (the URI's), through the gateway, or MCPError (invalid
-    params): not found, outside the workspace, protected, ignored, not a regular file, too large."""
+    params): not found, outside the workspace, protected, ignored, not a regular file, too large. A saved
+    output or log of the calling session (a tool result's link) is read as the gateway reads it for
+    `read_file` the tool; another session's is outside this one's workspace, so not found."""
     try:
         loc = ws.locate(path)
     except ToolError as exc:
         raise _refusal(uri, exc) from None
-    if ws.is_scratch(loc.root):
-        raise _not_found(uri)
     if ".." not in loc.rel.split("/"):
         _refuse_ignored(ws, uri, loc.root, loc.rel)  # by name, before any I/O
     try:
         with ws.open_file(loc) as (node, handle):
-            if ws.is_scratch(node.root):
-                raise _not_found(uri)
             _refuse_ignored(ws, uri, node.root, node.rel)  # the file it really is (a link's target)
             if node.st.st_size > MAX_READ_BYTES:
                 raise _too_large(uri, node.st.st_size)
@@ -405,7 +414,9 @@ def _refuse_ignored(ws: Workspace, uri: str, root: int, rel: str) -> None:
 
 
 def _refusal(uri: str, exc: ToolError) -> MCPError:
-    if exc.kind == ErrorKind.FILE_NOT_FOUND:
+    """A missing file and a path outside the workspace are one answer, not found: the files of another
+    session's scratch area are outside this one's, and must not be told apart from names it never had."""
+    if exc.kind == ErrorKind.FILE_NOT_FOUND or isinstance(exc, OutsideWorkspace):
         return _not_found(uri)
     return _invalid(uri, f"Resource not available: {exc.message}")
 

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from urllib.parse import quote
 
 import anyio
 import anyio.from_thread
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Elicitation", "NoOptions", "Tool", "ToolContext", "ToolError", "ToolResource", "ToolResult", "add_flags",
-    "CONFIRM_NOTE", "check_cancelled", "confirmed", "option", "options_from",
+    "CONFIRM_NOTE", "check_cancelled", "confirmed", "file_uri", "option", "options_from",
 ]  # fmt: skip
 
 # The most characters of text one result holds (`--max-result-chars`): about 20,000 tokens, under the
@@ -184,14 +185,32 @@ class ToolResult:
             message = message[:half] + omitted + message[-half:]
         return cls.error(message, exc.kind)
 
-    def to_mcp(self, *, structured: bool = False) -> types.CallToolResult:
-        """The MCP result. The structured part is left out unless asked for: several hosts (Claude Code,
-        VS Code) hand the model only `structuredContent` when a result carries it, and ours holds the
-        result's fields, not the answer the text gives (see the README, "The tools")."""
+    def link(
+        self, path: str, title: str, description: str, *, size: int | None = None, mime: str = "text/plain"
+    ) -> ToolResult:
+        """Append a link (an MCP `resource_link`) to the file at `path` that the text names, a saved output or
+        a log: a host can offer it to the user or read it with `resources/read`. The text keeps naming the
+        path, for the model and for hosts that ignore links. Returns the result."""
         import mcp_types as types
 
+        self.content.append(
+            types.ResourceLink(
+                type="resource_link", uri=file_uri(path), name=path.rpartition("/")[2], title=title,
+                description=description, mime_type=mime, size=size,
+            )
+        )  # fmt: skip
+        return self
+
+    def to_mcp(self, *, structured: bool = False, links: bool = True) -> types.CallToolResult:
+        """The MCP result. The structured part is left out unless asked for: several hosts (Claude Code,
+        VS Code) hand the model only `structuredContent` when a result carries it, and ours holds the
+        result's fields, not the answer the text gives (see the README, "The tools"). `links`: False for a
+        client whose protocol has no `resource_link` content (before 2025-06-18), which drops them."""
+        import mcp_types as types
+
+        content = self.content if links else [b for b in self.content if not isinstance(b, types.ResourceLink)]
         return types.CallToolResult(
-            content=self.content, structured_content=self.structured if structured else None, is_error=self.is_error
+            content=content, structured_content=self.structured if structured else None, is_error=self.is_error
         )
 
     @property
@@ -256,6 +275,12 @@ def check_cancelled() -> None:
         anyio.from_thread.check_cancelled()
     except RuntimeError:
         pass
+
+
+def file_uri(path: str) -> str:
+    """`file://` and the absolute path, percent-encoded byte by byte (a name that is not UTF-8 survives): how
+    a resource and a link name a file."""
+    return "file://" + quote(path.encode("utf-8", "surrogateescape"), safe="/")
 
 
 def text_block(text: str) -> types.TextContent:

@@ -366,7 +366,8 @@ class RunShellCommand(Tool):
         if job is not None:
             result = await self._background(shell, command, node.path, job, args.get("delay_ms", DEFAULT_DELAY_MS))
             return result if result.structured.get("background") else await self._git_warned(result, watched, before)
-        return await self._git_warned(self._result(shell.runner, command, node.path, outcome), watched, before)
+        result = self._result(shell.runner, command, node.path, outcome, links=not ctx.session.per_call)
+        return await self._git_warned(result, watched, before)
 
     async def _git_warned(self, result: ToolResult, watched: list[str], before: GitState) -> ToolResult:
         """`result`, and the git settings that run programs on the host which appeared under `watched` (the
@@ -374,7 +375,8 @@ class RunShellCommand(Tool):
         configuration read-only, not a repository the command makes."""
         found = changes(before, await anyio.to_thread.run_sync(self.git_watch.snapshot, watched))
         if found:
-            result.content = [text_block(f"{result.text_content}\n{warning(found)}")]
+            links = [block for block in result.content if block.type != "text"]
+            result.content = [text_block(f"{result.text_content}\n{warning(found)}"), *links]
             result.structured = {**(result.structured or {}), "git_programs": [f.as_dict() for f in found]}
         return result
 
@@ -407,15 +409,16 @@ class RunShellCommand(Tool):
             job.kill_now("cancelled")
             raise
         if job.exited.is_set() and job.failure is not None:
-            raise ToolError(f"The server failed to follow the background command ({job.failure}) and stopped it. "
-                            f"What it wrote is in {job.log_path}.", ErrorKind.SHELL_EXECUTE_ERROR)  # fmt: skip
+            message = (f"The server failed to follow the background command ({job.failure}) and stopped it. What "
+                       f"it wrote is in {job.log_path}.")  # fmt: skip
+            return _link_log(ToolResult.error(message, ErrorKind.SHELL_EXECUTE_ERROR), job)
         if job.exited.is_set():
             shell.jobs.given_whole(job)
             try:
                 os.unlink(job.log_path)
             except OSError:
                 pass
-            return self._result(shell.runner, command, directory, job.outcome())
+            return self._result(shell.runner, command, directory, job.outcome(), links=True)
         return self._background_result(command, directory, job, job.detach())
 
     def _background_result(self, command: str, directory: str, job: BackgroundJob, initial: str) -> ToolResult:
@@ -443,15 +446,19 @@ class RunShellCommand(Tool):
             "log_path": job.log_path,
             "initial_output": shown,
         }
-        return ToolResult.text(text, structured)
+        return _link_log(ToolResult.text(text, structured), job)
 
-    def _result(self, runner: Runner, command: str, directory: str, outcome: Outcome) -> ToolResult:
+    def _result(self, runner: Runner, command: str, directory: str, outcome: Outcome, *, links: bool) -> ToolResult:
+        """The answer of a command that ended; `links`: link the saved outputs (not where they end with the
+        call, a session of one call)."""
         saved: dict[str, str] = {}
         shown = {}
+        linked = []
         for stream in (outcome.stdout, outcome.stderr):
             shown[stream.name], path = runner.present(outcome, stream, MAX_SHOWN_CHARS)
             if path:
                 saved[stream.name] = path
+                linked.append((path, stream.name, len(stream.data), stream.binary))
         error = stop_message(outcome, self.settings.output_cap)
         sig = outcome.signal
         fields = [
@@ -482,7 +489,26 @@ class RunShellCommand(Tool):
             structured["saved_output"] = saved
         result = ToolResult.text(text, structured)
         result.is_error = error is not None
+        for saved_output in linked if links else ():
+            _link_saved(result, *saved_output)
         return result
+
+
+def _link_saved(result: ToolResult, path: str, stream: str, size: int, binary: bool) -> ToolResult:
+    """`result`, linked to the `size` bytes of a stream that were saved."""
+    if binary:
+        return result.link(path, f"Command {stream} (binary)", f"The command's {stream}: {size:,} bytes of binary "
+                           "output, not shown in the result. Readable by this session only.", size=size,
+                           mime="application/octet-stream")  # fmt: skip
+    return result.link(path, f"Full command {stream}", f"The command's {stream} as the server kept it ({size:,} "
+                       "bytes); the result shows part of it. Readable by this session only.", size=size)  # fmt: skip
+
+
+def _link_log(result: ToolResult, job: BackgroundJob) -> ToolResult:
+    """`result`, linked to a background command's log."""
+    return result.link(job.log_path, f"Log of background process {job.pid}", "The command's output (stdout and "
+                       "stderr together); it grows while the command runs and ends with how it exited. Readable by "
+                       "this session only.")  # fmt: skip
 
 
 def _too_many(exc: TooManyJobs, limit: int) -> str:
