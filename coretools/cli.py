@@ -657,6 +657,8 @@ def render_content(blocks: list) -> str:
         elif isinstance(block, types.EmbeddedResource):
             res = block.resource
             parts.append(f"[embedded resource {res.uri} {res.mime_type or ''}]")
+        elif isinstance(block, types.ResourceLink):
+            parts.append(f"[link {block.uri}]")
         else:
             parts.append(f"[{getattr(block, 'type', 'content')}]")
     text = "\n".join(parts)
