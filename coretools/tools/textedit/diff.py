@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
-from itertools import accumulate
+from bisect import bisect_right
+from itertools import accumulate, islice
 from dataclasses import dataclass
 
 DIFF_CONTEXT = 3
@@ -310,13 +311,15 @@ def _total(old: str, groups: list[list[Span]], context: int) -> int:
 
 
 def _bounded(lines: Iterator[str], max_lines: int, max_chars: int, total: int) -> Rendered:
-    out: list[str] = []
-    size = 0
-    for line in lines:
-        if len(out) >= max_lines or size + len(line) > max_chars:
-            left = max(total - len(out), 1)
-            out.append(f"[... {left} more lines not shown; read_file shows the file as it is now ...]")
-            return Rendered("\n".join(out), left)
-        out.append(line)
-        size += len(line) + 1
+    """The first lines that fit in `max_lines` lines and `max_chars` characters (each line counted with its
+    line break), then, if any were left out, a line saying how many. At most `max_lines` + 1 lines are
+    rendered; the sums run in C."""
+    out = list(islice(lines, max_lines))
+    ends = list(accumulate(map((1).__add__, map(len, out))))  # where each line ends, its line break counted
+    fit = bisect_right(ends, max_chars + 1)  # the lines that fit, the last one's line break not counted
+    if fit < len(out) or next(lines, None) is not None:
+        del out[fit:]
+        left = max(total - len(out), 1)
+        out.append(f"[... {left} more lines not shown; read_file shows the file as it is now ...]")
+        return Rendered("\n".join(out), left)
     return Rendered("\n".join(out))
