@@ -71,6 +71,14 @@ class ScratchArea:
             os.close(fd)
         return path
 
+    def open(self, name: str, flags: int) -> int:
+        """Open the file `name` of the area (`os.open` flags), relative to the area's descriptor; OSError
+        (EBADF) once the area is closed. `close` waits for an open in progress: the number of a closed
+        descriptor goes to whatever the process opens next (another session's directory, a workspace root),
+        and a read racing the end of its session must not name a file there."""
+        with self._lock:
+            return os.open(name, flags, dir_fd=self.fd)
+
     def hold(self, path: str) -> None:
         """Keep `path` from being pruned (a log still being written) until `release`."""
         with self._lock:
@@ -122,9 +130,10 @@ class ScratchArea:
             for key in self._keys:
                 if _areas.get(key) is self:
                     del _areas[key]
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        with self._lock:
+            fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
 
 
 def user_parent() -> str:
@@ -173,7 +182,7 @@ def open_saved(path: str, flags: int) -> tuple[int, os.stat_result]:
     if not flags & kernel.O_PATH:
         open_flags |= kernel.O_NONBLOCK | kernel.O_NOCTTY
     try:
-        fd = os.open(name, open_flags, dir_fd=area.fd)
+        fd = area.open(name, open_flags)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF):
             raise PathError(
