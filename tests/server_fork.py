@@ -3,14 +3,15 @@
 
 `command(argv, env)` gives the command line that starts `python *argv`: a small launcher (`python -I -S`,
 ~0.04 s of CPU) hands its stdin, stdout and stderr, its environment, working directory and arguments to a fork
-server of this test process, which forks a server that runs `-m coretools ...` or `-c CODE ...` exactly as
-the interpreter would (runpy, a fresh `__main__`, `sys.argv`, `sys.path[0]`, a session of its own as
-`start_new_session` gives). The launcher stays as the server's stand-in: it passes on the signals a test or
-a client sends it (TERM, INT, HUP, QUIT, USR1, USR2), exits with the server's exit code (or dies of the
-same signal), and when the launcher itself is killed the fork server kills the server. What is fixed at
-start (the interpreter's `PYTHON*`, `LANG`, `LC_*`; coretools' `CORETOOLS_*`) selects a fork server of its
-own, which imported under it; where none matches, a terminal is attached, or the arguments are neither form, the launcher execs the interpreter
-itself, so the command always means the same as before.
+server of this test process, which forks a server that runs `-m coretools ...`, `-c CODE ...` or
+`path/to/script.py ...` exactly as the interpreter would (a fresh `__main__`, `sys.argv`, `sys.path[0]`,
+`__file__`, a session of its own as `start_new_session` gives). The launcher stays as the server's stand-in:
+it passes on the signals a test or a client sends it (TERM, INT, HUP, QUIT, USR1, USR2), exits with the
+server's exit code (or dies of the same signal), and when the launcher itself is killed the fork server kills
+the server. What is fixed at start (the interpreter's `PYTHON*`, `LANG`, `LC_*`; coretools' `CORETOOLS_*`)
+selects a fork server of its own, which imported under it; where none matches, a terminal is attached, or the
+arguments are none of the forms, the launcher execs the interpreter itself, so the command always means the
+same as before.
 
 What a forked server cannot stand in for is a test about the server's PID itself (its memory in `/proc`,
 SIGKILL, its parent): those tests start the interpreter directly.
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -49,7 +51,8 @@ def fallback():
         os.kill(os.getpid(), signum)
     os.execv(sys.executable, [sys.executable, *argv])
 fixed = sorted((k, v) for k, v in os.environ.items()
-               if (k.startswith(("PYTHON", "LC_", "CORETOOLS_")) or k == "LANG") and k != "CORETOOLS_STATE_DIR")
+               if (k.startswith(("PYTHON", "LC_", "CORETOOLS_")) or k == "LANG")
+               and k not in ("CORETOOLS_STATE_DIR", "CORETOOLS_OAUTH_DIR"))
 key = hashlib.sha256(json.dumps(fixed).encode()).hexdigest()[:16]
 if any(os.isatty(fd) for fd in (0, 1, 2)):
     fallback()
@@ -91,9 +94,11 @@ os._exit(code & 0xFF)
 def interpreter_key(env: dict[str, str]) -> str:
     """What is fixed when the server starts, as the launcher computes it: the interpreter's settings (after
     its own changes: in the C locale it sets LC_CTYPE, PEP 538), and coretools' own variables, some of which
-    are read once at import (`CORETOOLS_NO_OPENAT2`); only the state directory is read at each use."""
+    are read once at import (`CORETOOLS_NO_OPENAT2`); only the state directory and the client's token
+    directory are read at each use."""
     fixed = sorted((k, v) for k, v in env.items()
-                   if (k.startswith(("PYTHON", "LC_", "CORETOOLS_")) or k == "LANG") and k != "CORETOOLS_STATE_DIR")
+                   if (k.startswith(("PYTHON", "LC_", "CORETOOLS_")) or k == "LANG")
+                   and k not in ("CORETOOLS_STATE_DIR", "CORETOOLS_OAUTH_DIR"))
     return hashlib.sha256(json.dumps(fixed).encode()).hexdigest()[:16]
 
 
@@ -168,6 +173,16 @@ def _open(conn: socket.socket) -> bool:
         return False
 
 
+def _forkable(order: dict) -> bool:
+    """Whether `python *argv` is one of the forms this server runs: `-m MODULE`, `-c CODE`, or a `.py` file
+    that exists (the interpreter's own error for a missing one is left to the interpreter)."""
+    argv = order["argv"]
+    if argv and argv[0] in ("-m", "-c"):
+        return len(argv) >= 2
+    return bool(argv) and argv[0].endswith(".py") and not argv[0].startswith("-") and os.path.isfile(
+        os.path.join(order["cwd"], argv[0]))
+
+
 def _serve(directory: str) -> dict:
     """Fork a server for each launcher; returns only in a forked child, with its order. Ends, killing the
     servers still running, when its stdin closes (the test process ended, whatever way)."""
@@ -192,8 +207,7 @@ def _serve(directory: str) -> dict:
                 except (OSError, ValueError):
                     conn.close()
                     continue
-                argv = order["argv"]
-                if len(fds) != 3 or len(argv) < 2 or argv[0] not in ("-m", "-c"):
+                if len(fds) != 3 or not _forkable(order):
                     with contextlib.suppress(OSError):
                         conn.sendall(b"0\n")
                     conn.close()
@@ -235,15 +249,17 @@ def _serve(directory: str) -> dict:
 def _run(order: dict) -> None:
     """Become `python *argv` in `cwd` under `env`, as the interpreter would have started it."""
     import runpy
-    import types
 
     os.setsid()
     os.chdir(order["cwd"])
     os.environ.clear()
     os.environ.update(order["env"])
-    flag, target, *rest = order["argv"]
     main = types.ModuleType("__main__")
     sys.modules["__main__"] = main
+    if order["argv"][0] not in ("-m", "-c"):
+        _run_script(main, *order["argv"])
+        return
+    flag, target, *rest = order["argv"]
     if flag == "-m":
         sys.argv = ["-m", *rest]
         sys.path[0] = os.getcwd()
@@ -254,13 +270,33 @@ def _run(order: dict) -> None:
         exec(compile(target, "<string>", "exec"), main.__dict__)  # noqa: S102 - what `python -c` runs
 
 
+def _run_script(main: types.ModuleType, script: str, *args: str) -> None:
+    """What `python SCRIPT *args` does: `sys.argv[0]` as given, `__file__` and the code's file name made
+    absolute against the working directory, `sys.path[0]` the directory of the file with links resolved."""
+    import builtins
+    import importlib.machinery
+
+    path = os.path.join(os.getcwd(), script)
+    sys.argv = [script, *args]
+    sys.path[0] = os.path.dirname(os.path.realpath(path))
+    main.__dict__.update(__file__=path, __cached__=None, __builtins__=builtins,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", path))  # fmt: skip
+    with open(path, "rb") as file:
+        source = file.read()
+    exec(compile(source, path, "exec"), main.__dict__)  # noqa: S102 - what the interpreter runs
+
+
 if __name__ == "__main__":
     sys.path[0] = str(TESTS)
     import coretools.cli  # noqa: F401 - what every server imports, once, here
+    import coretools.client.cli  # noqa: F401 - the client's CLI, which its tests run as `-c RUNNER`
     import coretools.server.app  # noqa: F401
     import coretools.server.http  # noqa: F401
     import coretools.server.stdio  # noqa: F401
     import http_harness  # noqa: F401 - the probe tool's servers import it
+    import mcp.server.auth.routes  # noqa: F401 - the client tests' servers (tests/client/servers): the SDK's
+    import mcp.server.stdio  # noqa: F401 - low-level server, its stdio transport, its OAuth pieces, uvicorn
+    import uvicorn  # noqa: F401
 
     sys.path[0] = ""
     _run(_serve(sys.argv[1]))

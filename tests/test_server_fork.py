@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import pytest
 import server_fork
 from http_harness import REPO, pid_alive, server_env
 
@@ -33,15 +35,37 @@ def test_a_forked_command_sees_what_the_interpreter_gives_it() -> None:
     assert parent != os.getpid(), "the command was not forked"
 
 
-def test_signals_reach_the_forked_command_and_its_end_is_the_launchers() -> None:
+def test_a_forked_script_sees_what_the_interpreter_gives_it(tmp_path: Path) -> None:
+    """`python path/to/script.py args`: `sys.argv[0]` as given, `__file__` absolute, `sys.path[0]` the
+    directory of the file its link points to, stdin, stdout, exit code: as the interpreter, but forked."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "report.py").write_text(REPORT + "; print(__file__, __name__); sys.exit(4)\n", encoding="utf-8")
+    (tmp_path / "report.py").symlink_to(tmp_path / "real" / "report.py")
+    script = os.path.relpath(tmp_path / "report.py", REPO)
+    env = server_env({"MARK": "script"})
+    direct = run([sys.executable, script, "a b", "c"], env, input="in\n")
+    forked = run(server_fork.command([script, "a b", "c"], env), env, input="in\n")
+    assert forked.returncode == direct.returncode == 4, (forked, direct)
+    report, names = forked.stdout.split("\n", 1)
+    *same, parent, stdin = json.loads(report)
+    assert [*same, stdin, names] == [*json.loads(direct.stdout.split("\n", 1)[0])[:4], "in\n", direct.stdout.split("\n", 1)[1]]
+    assert same[:2] == [[script, "a b", "c"], str(tmp_path / "real")], forked
+    assert names == f"{REPO / script} __main__\n", forked
+    assert parent != os.getpid(), "the script was not forked"
+
+
+@pytest.mark.parametrize("form", ["code", "script"])
+def test_signals_reach_the_forked_command_and_its_end_is_the_launchers(form: str, tmp_path: Path) -> None:
     """SIGTERM to the launcher ends the command, and the launcher dies of it as the command did; SIGKILL,
     which no launcher can pass on, ends the command too (the fork server sees its launcher go)."""
     env = server_env()
-    code = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
+    code = "import os, time; print(os.getpid(), os.getppid(), flush=True); time.sleep(60)"
+    (tmp_path / "sleeper.py").write_text(code, encoding="utf-8")
+    argv = ["-c", code] if form == "code" else [str(tmp_path / "sleeper.py")]
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        launcher = subprocess.Popen(server_fork.command(["-c", code], env), env=env, stdout=subprocess.PIPE, text=True)
-        pid = int(launcher.stdout.readline())
-        assert pid != launcher.pid and pid_alive(pid)
+        launcher = subprocess.Popen(server_fork.command(argv, env), env=env, stdout=subprocess.PIPE, text=True)
+        pid, parent = map(int, launcher.stdout.readline().split())
+        assert launcher.pid not in (pid, parent) and pid_alive(pid), "the command was not forked"
         launcher.send_signal(sig)
         assert launcher.wait(30) == -sig
         deadline = time.monotonic() + 10
