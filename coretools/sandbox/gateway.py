@@ -121,6 +121,13 @@ class Workspace:
                     f"refusing to serve the home directory itself ({raw}); pick a project directory, "
                     "or pass --allow-broad-root if you really mean it"
                 )
+            overlap = scratch.root_overlap(real)
+            if overlap:
+                raise ConfigurationError(
+                    f"refusing to serve {raw}: {overlap}, which every session could then read; pick a project "
+                    "directory, start the server with TMPDIR set to a directory outside its roots, or pass "
+                    "--allow-broad-root if you really mean it"
+                )
         return path
 
     def close(self) -> None:

@@ -27,6 +27,7 @@ import time
 
 from coretools.errors import ErrorKind, PathError, ToolError
 from coretools.sandbox import diskio, kernel, session
+from coretools.sandbox.paths import within
 
 MAX_FILES = 128
 MAX_BYTES = 512 * 1024 * 1024
@@ -152,6 +153,25 @@ def user_parent() -> str:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         return base
     return path
+
+
+def root_overlap(real: str) -> str | None:
+    """Why a workspace root at the canonical path `real` would hold the saved outputs and logs of sessions,
+    or None. Inside a root they would be ordinary files of it, which every session may list, read and `cat`
+    (Landlock grants by hierarchy and cannot carve them out), so such a root is refused: one that holds the
+    directory of every server's scratch (`--root /tmp`, a `$TMPDIR` inside the root), one inside it, and
+    one inside or around a live area (where the system's temporary directory had to stand in for it)."""
+    parent = os.path.realpath(user_parent())
+    if within(parent, real):
+        return f"it holds {parent}, where coretools keeps the saved command output and logs of every session"
+    if parent != os.path.realpath(tempfile.gettempdir()) and within(real, parent):
+        return f"it is inside {parent}, where coretools keeps the saved command output and logs of every session"
+    with _areas_lock:
+        areas = {area.path for area in _areas.values()}
+    for path in sorted(areas):
+        if within(real, path) or within(path, real):
+            return f"it overlaps {path}, where coretools keeps the saved command output of a session"
+    return None
 
 
 def find(path: str) -> tuple[ScratchArea, str] | None:

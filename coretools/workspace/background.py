@@ -256,7 +256,7 @@ class BackgroundJob:
         """Up to `limit` bytes of the log from `start`; OSError when the log is gone (removed with its
         area's oldest files, or the job's result was given whole)."""
         name = os.path.basename(self.log_path)
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._area.fd)
+        fd = self._area.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             return os.pread(fd, max(limit, 0), max(start, 0))
         finally:

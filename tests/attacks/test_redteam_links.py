@@ -13,10 +13,10 @@ templates; after A's session is closed; as a client of an older protocol and as 
 A's own reads must work throughout (they prove each attack aimed at a real file). The 8 MiB cap holds
 for a saved output over it and for a log that grows while it is read; a binary output comes back whole.
 
-Two holes are marked `xfail(strict=True)`: a workspace root that holds the scratch directories (an
-operator `--root` containing `$TMPDIR`, or, without `--root`, a client root inside them) makes every
-session's files ordinary workspace files, listed and read by every other session. Each test accepts
-either fix: the root refused, or the scratch directories kept out of it.
+A workspace root that holds the scratch directories (an operator `--root` containing `$TMPDIR`, or,
+without `--root`, a client root inside them) would make every session's files ordinary workspace files,
+listed and read by every other session: such a root is refused (each test accepts either fix: the root
+refused, or the scratch directories kept out of it).
 
 In process, one race made certain: a session that ends (DELETE) while its own read runs must not have
 the read open the name it asked for in whatever directory took the closed area's descriptor number.
@@ -24,7 +24,7 @@ the read open the name it asked for in whatever directory took the closed area's
 Last, the client bridge: a hostile server's result that links to `/etc/passwd` and to a secret of the
 user is shown to the model as a line naming the link, and the bridge never reads it.
 
-One stateful HTTP server serves most of the module; the holes need servers of their own configuration.
+One stateful HTTP server serves most of the module; the two root tests need servers of their own configuration.
 """
 
 from __future__ import annotations
@@ -436,7 +436,6 @@ def started_or_refused(roots: list[Path], tmp: Path, *flags: str) -> HttpServer 
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(strict=True, reason="an operator root that holds $TMPDIR serves every session's saved outputs")
 async def test_an_operator_root_that_holds_the_scratch_directories(tmp_path: Path) -> None:
     (tmp_path / "tmp").mkdir()
     running = started_or_refused([tmp_path], tmp_path / "tmp", "--structured-content")
@@ -453,7 +452,6 @@ async def test_an_operator_root_that_holds_the_scratch_directories(tmp_path: Pat
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(strict=True, reason="without --root, a client root inside the scratch directories reads them")
 async def test_a_client_root_inside_the_scratch_directories(tmp_path: Path) -> None:
     project, tmp = tmp_path / "project", tmp_path / "tmp"
     project.mkdir()
@@ -535,3 +533,55 @@ async def test_the_bridge_shows_a_hostile_servers_link_and_never_reads_it(tmp_pa
     assert outcome.output == "see the links\n" + "\n".join(f"Resource Link: Read this first at {t}" for t in targets)
     assert secret.read_text().split()[-1] not in outcome.as_text() and "root:" not in outcome.as_text()
     assert not reads.exists()  # no resources/read reached the server
+
+
+# -- many reads at once ----------------------------------------------------------------------------------------
+
+
+def _peak_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def _child_serving(root: Path) -> int:
+    """The PID of this process's child that serves `root`."""
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == os.getpid() and str(root).encode() in argv:
+            return int(entry)
+    raise AssertionError("the server process was not found")
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(strict=True, reason="resources/read answers are not bounded in flight: each holds up to 8 MiB "
+                   "until the transport has written it (a read slot released at the handler's return bounds "
+                   "nothing: measured 176 vs 183 MiB)")
+async def test_reads_sent_at_once_keep_the_servers_memory_bounded(tmp_path: Path) -> None:
+    """24 reads of a file at the 8 MiB cap, sent at once, must not each hold the file, its text and its
+    encoded answer at the same time (found by the red team: a server's peak went from 125 MB to 554 MB). A
+    real server process, not a forked one: the measure is its own peak resident memory."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
+    from support import stdio_params
+
+    root = tmp_path / "root"
+    root.mkdir()
+    big = root / "big.txt"
+    big.write_bytes(b"0123456789abcdef\n" * (8 * 1024 * 1024 // 17 - 100))
+    uri = f"file://{big}"
+    async with Client(stdio_client(stdio_params([root])), mode="legacy") as client:
+        pid = _child_serving(root)
+        await client.read_resource(uri)  # imports, buffers and caches warmed once
+        idle = _peak_bytes(pid)
+        async with anyio.create_task_group() as group:
+            for _ in range(24):
+                group.start_soon(client.read_resource, uri)
+        grown = _peak_bytes(pid) - idle
+    assert grown < 160 * 1024 * 1024, f"24 reads at once grew the server's peak by {grown >> 20} MiB"
