@@ -1,18 +1,26 @@
 """Helpers for the client bridge tests (a module name no other test directory uses).
 
-Paths and config entries for the test MCP servers, a liveness probe by PID, and independent
-checkers of the two schema profiles (written from the rules, not from the sanitiser's code).
+Paths and config entries for the test MCP servers, the command line of the client's CLI, a liveness probe
+by PID, and independent checkers of the two schema profiles (written from the rules, not from the
+sanitiser's code).
+
+The Python processes these tests start (servers and the CLI) are forked by default (`server_fork`): each
+would otherwise spend ~1.8 s of CPU importing the MCP SDK before it does anything. A test about a server's
+process itself (its PID, its process group, its end when the bridge stops) asks for the interpreter.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+import server_fork
 from google.genai import types as genai_types
+from mcp.client.stdio import get_default_environment
 
 HERE = Path(__file__).resolve().parent
 TOY_SERVER = HERE / "servers" / "toy_server.py"
@@ -33,9 +41,41 @@ TOY_PNG = _load_toy_module().PNG_1X1
 """The base64 PNG the toy server's ``image`` tool returns."""
 
 
-def toy(name: str, *extra: str, **entry: Any) -> dict[str, Any]:
+RUNNER = """
+import argparse, sys
+from coretools.client.cli import register
+parser = argparse.ArgumentParser(prog="coretools-mcp")
+register(parser.add_subparsers(dest="command", required=True))
+args = parser.parse_args(sys.argv[1:])
+sys.exit(args.func(args))
+"""
+"""The client's CLI, mounted on a throwaway parser exactly as the main CLI mounts it (`python -c RUNNER`)."""
+
+
+def python_server(argv: list[str], *, forked: bool = True, **entry: Any) -> dict[str, Any]:
+    """An ``mcpServers`` entry that runs ``python *argv``. Forked, the launcher is computed for the
+    environment the bridge gives a server (the SDK's default one plus the entry's ``env``), the one the
+    fork server has to match; ``forked=False`` for a test about the server's own process."""
+    if not forked:
+        return {"command": sys.executable, "args": argv, **entry}
+    command, *args = server_fork.command(argv, get_default_environment() | entry.get("env", {}))
+    return {"command": command, "args": args, **entry}
+
+
+def forked_python(argv: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The command line of ``python *argv``, forked, for a process started with ``env`` (by default this
+    process's environment, as `subprocess` passes it on)."""
+    return server_fork.command(argv, dict(os.environ) if env is None else env)
+
+
+def cli_command(*argv: str, env: dict[str, str] | None = None) -> list[str]:
+    """The command line of ``coretools-mcp ARGV`` (RUNNER), forked, for a process started with ``env``."""
+    return forked_python(["-c", RUNNER, *argv], env)
+
+
+def toy(name: str, *extra: str, forked: bool = True, **entry: Any) -> dict[str, Any]:
     """An ``mcpServers`` entry that starts the toy server under ``name``."""
-    return {"command": sys.executable, "args": [str(TOY_SERVER), "--name", name, *extra], **entry}
+    return python_server([str(TOY_SERVER), "--name", name, *extra], forked=forked, **entry)
 
 
 def broken(variable: str = "TOY_TOKEN_THAT_IS_NEVER_SET") -> dict[str, Any]:

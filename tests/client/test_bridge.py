@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from client_support import RAW_SERVER, TOY_SERVER, alive, broken, toy
+from client_support import RAW_SERVER, TOY_SERVER, alive, broken, forked_python, toy
 
 from coretools.client import Bridge, parse_config
 from coretools.client.bridge import PublishedTool
@@ -37,6 +37,13 @@ async def test_pagination_filters_and_plain_names_with_one_server() -> None:
         assert bridge.lookup("odd_name").original_name == "odd.name"
         assert (await bridge.call("odd_name", {})).output == "odd"
         assert (await bridge.call("spawn", {})).error == "Unknown tool: spawn"
+
+
+async def test_the_toy_server_is_forked() -> None:
+    """`toy()` computes its launcher for the environment the bridge gives a server: were the fork server's key
+    another, the launcher would run the interpreter instead, and every server would import the SDK again."""
+    async with bridge_for({"a": toy("a", includeTools=["pid"])}) as bridge:
+        assert int((await bridge.call("pid", {})).output) != bridge.server_pids["a"], "the server was not forked"
 
 
 async def test_include_tools_and_prefix_always() -> None:
@@ -221,7 +228,7 @@ async def test_failures_are_reported_and_others_still_work(tmp_path: Path) -> No
 
 
 async def test_close_leaves_no_process_behind() -> None:
-    async with bridge_for({"a": toy("a"), "b": toy("b")}) as bridge:
+    async with bridge_for({"a": toy("a", forked=False), "b": toy("b", forked=False)}) as bridge:
         pids = dict(bridge.server_pids)
         reported = {alias: int((await bridge.call(f"{alias}__pid", {})).output) for alias in ("a", "b")}
         assert reported == pids
@@ -231,7 +238,7 @@ async def test_close_leaves_no_process_behind() -> None:
 
 
 async def test_a_server_dying_mid_session_turns_calls_into_errors() -> None:
-    async with bridge_for({"a": toy("a"), "b": toy("b")}) as bridge:
+    async with bridge_for({"a": toy("a"), "b": toy("b", forked=False)}) as bridge:
         os.kill(bridge.server_pids["b"], signal.SIGKILL)
         with anyio.fail_after(20):
             outcome = await bridge.call("b__echo", {"text": "x"})
@@ -248,7 +255,7 @@ def _free_port() -> int:
 @pytest.fixture
 def http_server() -> Iterator[str]:
     port = _free_port()
-    process = subprocess.Popen([sys.executable, str(TOY_SERVER), "--name", "web", "--http", str(port)], stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(forked_python([str(TOY_SERVER), "--name", "web", "--http", str(port)]), stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -7,12 +7,11 @@ server that cannot start fails these tests.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
-from client_support import alive, check_json_profile, check_openapi_profile
+from client_support import alive, check_json_profile, check_openapi_profile, python_server
 from fake_gemini import Chunk, FakeGemini, Request, check
 from google import genai
 from google.genai import types as genai_types
@@ -24,8 +23,8 @@ from coretools.client.schema import to_json_profile, to_openapi_profile
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 
-def coretools_server(root: Path) -> dict:
-    return {"command": sys.executable, "args": ["-m", "coretools", "serve", "--root", str(root)], "timeout": 30000}
+def coretools_server(root: Path, forked: bool = True) -> dict:
+    return python_server(["-m", "coretools", "serve", "--root", str(root)], forked=forked, timeout=30000)
 
 
 @pytest.fixture
@@ -64,7 +63,7 @@ def script(fake: FakeGemini, one: Path, two: Path):
 
 async def test_two_coretools_servers_through_genai_and_rest(roots: tuple[Path, Path], fake_gemini: FakeGemini) -> None:
     one, two = roots
-    async with Bridge(parse_config({"mcpServers": {"one": coretools_server(one), "two": coretools_server(two)}}), connect_timeout=60) as bridge:
+    async with Bridge(parse_config({"mcpServers": {"one": coretools_server(one, forked=False), "two": coretools_server(two, forked=False)}}), connect_timeout=60) as bridge:
         assert bridge.failures == [], [str(f) for f in bridge.failures]
         names = [t.name for t in bridge.tools]
         assert names and all(n.startswith(("one__", "two__")) for n in names)

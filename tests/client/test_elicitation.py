@@ -20,7 +20,7 @@ from typing import Any
 
 import mcp.types as mcp_types
 import pytest
-from client_support import HERE, write_config
+from client_support import HERE, RUNNER, cli_command, python_server, write_config
 
 from coretools.client import Bridge, parse_config
 from coretools.client.elicitation import accept_defaults, asking_server, decline, with_defaults
@@ -29,9 +29,14 @@ from coretools.client.terminal_prompt import TerminalElicitation
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 ELICIT_SERVER = HERE / "servers" / "elicit_server.py"
-SERVERS = {"asker": {"command": sys.executable, "args": [str(ELICIT_SERVER)]}}
+
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 DEFAULTS = {"age": 30, "colour": "green", "newsletter": False}
+
+
+def servers() -> dict[str, Any]:
+    """The config's servers: the elicit server, forked."""
+    return {"asker": python_server([str(ELICIT_SERVER)])}
 
 
 @pytest.fixture(params=["legacy", "auto"])
@@ -77,7 +82,7 @@ class Answering:
 async def bridges(anyio_backend: str):
     """One bridge per era, each over its own elicit server (the server keeps no state between calls)."""
     answering = Answering()
-    config = parse_config({"mcpServers": SERVERS})
+    config = parse_config({"mcpServers": servers()})
     async with (
         Bridge(config, elicitation_callback=answering, mode="legacy") as legacy,
         Bridge(config, elicitation_callback=answering, mode="auto") as auto,
@@ -220,26 +225,16 @@ async def test_the_ready_made_policies() -> None:
     assert with_defaults({"properties": {"a": {"default": 1}, "b": {}}}, {"b": 2}) == {"a": 1, "b": 2}
 
 
-RUNNER = """
-import argparse, sys
-from coretools.client.cli import register
-parser = argparse.ArgumentParser(prog="coretools-mcp")
-register(parser.add_subparsers(dest="command", required=True))
-args = parser.parse_args(sys.argv[1:])
-sys.exit(args.func(args))
-"""
-
-
 def call(config: Path, tool: str, *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", RUNNER, "client", "call", tool, "--config", str(config), "--format", "text", *options],
+        cli_command("client", "call", tool, "--config", str(config), "--format", "text", *options),
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "auto"])
 def test_without_a_terminal_the_cli_declines_and_says_why(tmp_path: Path, protocol: str) -> None:
-    config = write_config(tmp_path, SERVERS)
+    config = write_config(tmp_path, servers())
     done = call(config, "profile", "--protocol", protocol)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["action"] == "decline"
@@ -247,7 +242,7 @@ def test_without_a_terminal_the_cli_declines_and_says_why(tmp_path: Path, protoc
 
 
 def test_the_cli_can_accept_defaults_and_declines_what_has_none(tmp_path: Path) -> None:
-    config = write_config(tmp_path, SERVERS)
+    config = write_config(tmp_path, servers())
     done = call(config, "profile", "--elicitation", "defaults")
     assert json.loads(done.stdout)["action"] == "decline"
     assert "asker asked for name, which have no defaults; declined" in done.stderr
@@ -255,7 +250,7 @@ def test_the_cli_can_accept_defaults_and_declines_what_has_none(tmp_path: Path) 
 
 
 def test_with_a_terminal_the_cli_asks_there(tmp_path: Path) -> None:
-    config = write_config(tmp_path, SERVERS)
+    config = write_config(tmp_path, servers())
     primary, secondary = pty.openpty()
     try:
         os.write(primary, b"a\nGrace\n41\nred\nno\n")  # typed ahead; the pty keeps it until it is read

@@ -8,13 +8,12 @@ are read independently, over a plain MCP SDK session, and compared with what the
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from client_support import toy
+from client_support import python_server, toy
 from fake_gemini import Chunk, FakeGemini, Request, check
 from fake_openai import ChatRequest, FakeOpenAI
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -28,12 +27,13 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
 
 def coretools_server(root: Path) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "coretools", "serve", "--root", str(root)], "timeout": 30000}
+    return python_server(["-m", "coretools", "serve", "--root", str(root)], timeout=30000)
 
 
 async def served_instructions(root: Path) -> str:
     """What a coretools server on ``root`` says in its initialize result, read without the bridge."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "coretools", "serve", "--root", str(root)])
+    server = python_server(["-m", "coretools", "serve", "--root", str(root)])
+    params = StdioServerParameters(command=server["command"], args=server["args"])
     with anyio.fail_after(60):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             result = await session.initialize()

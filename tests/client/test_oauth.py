@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import pytest
-from client_support import HERE, write_config
+from client_support import HERE, cli_command, forked_python, write_config
 from mcp.shared.auth import OAuthToken
 
 from coretools.client import Bridge, ConfigError, parse_config
@@ -40,7 +40,7 @@ BROWSER = HERE / "servers" / "browser.py"
 
 @pytest.fixture(scope="module")
 def urls() -> Iterator[dict[str, str]]:
-    process = subprocess.Popen([sys.executable, str(SERVERS)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(forked_python([str(SERVERS)]), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout is not None
         yield json.loads(process.stdout.readline())
@@ -242,19 +242,9 @@ async def test_oauth_can_be_turned_off(urls: dict[str, str]) -> None:
 
 # -------------------------------------------------------------------------------- the CLI
 
-RUNNER = """
-import argparse, sys
-from coretools.client.cli import register
-parser = argparse.ArgumentParser(prog="coretools-mcp")
-register(parser.add_subparsers(dest="command", required=True))
-args = parser.parse_args(sys.argv[1:])
-sys.exit(args.func(args))
-"""
-
-
 def cli(*argv: str, tokens: Path, log: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CORETOOLS_OAUTH_DIR": str(tokens), "BROWSER": f"{sys.executable} {BROWSER} %s", "BROWSER_LOG": str(log)}
-    return subprocess.run([sys.executable, "-c", RUNNER, *argv], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+    return subprocess.run(cli_command(*argv, env=env), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=90, env=env)  # fmt: skip
 
 

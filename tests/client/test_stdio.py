@@ -7,7 +7,7 @@ import sys
 import anyio
 import mcp.types as mcp_types
 import pytest
-from client_support import RAW_SERVER, TOY_SERVER, alive
+from client_support import RAW_SERVER, TOY_SERVER, alive, python_server
 from mcp import ClientSession
 
 from coretools.client.stdio import StdioServerProcess
@@ -80,7 +80,8 @@ async def test_environment_is_minimal_plus_config(monkeypatch: pytest.MonkeyPatc
 
 
 async def test_toy_server_round_trip_over_the_transport() -> None:
-    process = StdioServerProcess(sys.executable, [str(TOY_SERVER), "--name", "t"])
+    toy = python_server([str(TOY_SERVER), "--name", "t"])
+    process = StdioServerProcess(toy["command"], toy["args"])
     async with process.connect() as (read, write), ClientSession(read, write) as session:
         with anyio.fail_after(30):
             await session.initialize()

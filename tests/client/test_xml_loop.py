@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from client_support import TOY_PNG, toy, write_config
+from client_support import TOY_PNG, cli_command, toy, write_config
 from fake_gemini import Chunk, FakeGemini, Request
 from fake_gemini import check as gemini_check
 from fake_openai import ChatRequest, FakeOpenAI, check, images_of, text_of
@@ -342,20 +341,9 @@ async def test_gemini_auto_stays_native_and_the_bridge_choice_applies(fake_gemin
 
 # ------------------------------------------------------------------------------------ CLI
 
-RUNNER = """
-import argparse, sys
-from coretools.client.cli import register
-parser = argparse.ArgumentParser(prog="coretools-mcp")
-register(parser.add_subparsers(dest="command", required=True))
-args = parser.parse_args(sys.argv[1:])
-sys.exit(args.func(args))
-"""
-
-
 def cli(*argv: str, stdin: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", RUNNER, *argv], input=stdin, capture_output=True, text=True, timeout=90, env={**os.environ, **env}
-    )
+    env = {**os.environ, **env}
+    return subprocess.run(cli_command(*argv, env=env), input=stdin, capture_output=True, text=True, timeout=90, env=env)
 
 
 def test_chat_over_an_openai_compatible_server_in_the_xml_style(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
