@@ -5,6 +5,9 @@ never a mix).
 
 These complement test_edit_safety.py, which kills a one-shot `coretools-mcp call` at chosen phases of a
 write; here the victim is a long-running HTTP server with an MCP client waiting on the call.
+
+The clients, and the servers that are not killed by their PID, are forked (`server_fork`): each is still a
+process of its own that dies of SIGKILL or sees its input close, without importing the MCP SDK again.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import server_fork
 from http_harness import REPO, TESTS, HttpServer, http_client, pid_alive, server_command, server_env, wait_for
 
 pytestmark = pytest.mark.timeout(180)
@@ -72,8 +75,10 @@ def _pids(root: Path) -> list[int]:
 
 
 def _spawn_client(transport: str, target: str, mode: str, root: Path, env: dict | None = None) -> subprocess.Popen:
+    """The client, forked; SIGKILL to its process group kills its launcher, and with it the client."""
     script = SHELL_CLIENT.format(tests=str(TESTS), repo=str(REPO))
-    argv = [sys.executable, "-c", script, transport, target, mode, _shell_command(root), json.dumps(env or {})]
+    argv = server_fork.command(["-c", script, transport, target, mode, _shell_command(root), json.dumps(env or {})],
+                               server_env())  # fmt: skip
     return subprocess.Popen(argv, env=server_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -99,8 +104,8 @@ def test_stdio_client_vanishing_mid_call_kills_the_server_and_commands(tmp_path:
     """Over stdio the host dying closes the server's stdin: the server exits and takes the command along."""
     root = tmp_path / "root"
     root.mkdir()
-    argv = server_command([root], *HOST_PIDS, transport="stdio")
-    client = _spawn_client("stdio", json.dumps(argv), "legacy", root, env={"PYTHONPATH": str(REPO)})
+    argv = server_fork.command(server_command([root], *HOST_PIDS, transport="stdio")[1:], server_env())
+    client = _spawn_client("stdio", json.dumps(argv), "legacy", root, env=server_env())
     try:
         assert wait_for(lambda: all((root / f"pid.{n}").exists() for n in ("shell", "bg", "fg")), 30)
         assert wait_for(lambda: all((root / f"pid.{n}").read_text().strip() for n in ("shell", "bg", "fg")), 5)
@@ -125,12 +130,15 @@ def _parent_of(pid: int) -> int | None:
 
 LIMIT = 1024 * 1024
 
-
-def _limit_file_size() -> None:
-    """In the server process before exec: files may not grow past LIMIT, and hitting that is an error
-    (EFBIG), not the default SIGXFSZ that would kill the process."""
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+# The server, before it starts: files may not grow past LIMIT, and hitting that is an error (EFBIG), not the
+# default SIGXFSZ that would kill the process.
+LIMITED_SERVER = f"""
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, ({LIMIT}, {LIMIT}))
+from coretools.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
 
 
 async def _write_too_much(server: HttpServer, root: Path, expect: str) -> None:
@@ -162,7 +170,8 @@ async def _write_too_much(server: HttpServer, root: Path, expect: str) -> None:
 async def test_file_size_limit_during_write_file(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    with HttpServer.start([root], preexec_fn=_limit_file_size) as server:
+    command = [sys.executable, "-c", LIMITED_SERVER, *server_command([root])[3:]]
+    with HttpServer.start([root], command=command, forked=True) as server:
         await _write_too_much(server, root, "File too large")
         assert server.alive()
 
@@ -218,9 +227,9 @@ def test_server_killed_mid_replace_leaves_old_or_new(tmp_path: Path, moment: str
         target.write_text(old)
         args = tmp_path / "args.json"
         args.write_text(json.dumps({"file_path": str(target), "old_string": "old ", "new_string": "NEW ", "expected_replacements": 160_000}))
-        server = HttpServer.start([root])
+        server = HttpServer.start([root])  # the real process, SIGKILLed by its own PID
         client = subprocess.Popen(
-            [sys.executable, "-c", REPLACE_CLIENT.format(tests=str(TESTS)), server.url, str(args)],
+            server_fork.command(["-c", REPLACE_CLIENT.format(tests=str(TESTS)), server.url, str(args)], server_env()),
             env=server_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         try:
