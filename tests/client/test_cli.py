@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import select
-import shlex
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from client_support import RUNNER, broken, forked_python, toy, write_config
+from client_support import RUNNER, broken, toy, write_config
 from fake_gemini import Chunk, FakeGemini, Request, check
 
 from coretools.client.cli import register
@@ -260,8 +259,8 @@ def test_chat_usage_errors(tmp_path: Path, fake_gemini: FakeGemini) -> None:
 
 
 def coretools_mcp(*argv: str, **options: object) -> subprocess.CompletedProcess[str]:
-    """``coretools-mcp ARGV`` as a user runs it (the main CLI, its logging set up), forked."""
-    return subprocess.run(forked_python(["-m", "coretools", *argv]), text=True, timeout=90, **options)  # type: ignore[call-overload]
+    """``coretools-mcp ARGV`` as a user runs it (the main CLI, its logging set up)."""
+    return subprocess.run([sys.executable, "-m", "coretools", *argv], text=True, timeout=90, **options)  # type: ignore[call-overload]
 
 
 def test_a_closed_stdout_ends_the_command_quietly(tmp_path: Path) -> None:
@@ -278,8 +277,7 @@ def test_a_closed_stdout_ends_the_command_quietly(tmp_path: Path) -> None:
 
 def test_head_reads_one_line_of_a_large_result(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"a": toy("a")})
-    argv = forked_python(["-m", "coretools", "client", "call", "big", '{"size": 2000000}', "--format", "text", "--config", str(config)])
-    command = f"{shlex.join(argv)} | head -c 3"
+    command = f"{sys.executable} -m coretools client call big '{{\"size\": 2000000}}' --format text --config {config} | head -c 3"
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=90)
     assert done.stdout == "xxx"
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
