@@ -4,9 +4,10 @@ Paths and config entries for the test MCP servers, the command line of the clien
 by PID, and independent checkers of the two schema profiles (written from the rules, not from the
 sanitiser's code).
 
-The Python processes these tests start (servers and the CLI) are forked by default (`server_fork`): each
-would otherwise spend ~1.8 s of CPU importing the MCP SDK before it does anything. A test about a server's
-process itself (its PID, its process group, its end when the bridge stops) asks for the interpreter.
+The servers and CLI runs these tests start are forked by default (`server_fork`): each would otherwise spend
+~1.8 s of CPU importing the MCP SDK before it does anything. A test about a server's process itself (its PID,
+its process group, its end when the bridge stops) asks for the interpreter; the servers that import nothing
+(`broken`, `raw_server.py`) start as fast as a launcher does, and are not forked.
 """
 
 from __future__ import annotations

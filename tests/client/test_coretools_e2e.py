@@ -1,8 +1,9 @@
 """End to end with the real coretools server: two instances on two roots, so every name collides
 and must be prefixed, driven by the real google-genai client and by the REST loop.
 
-The server runs as a subprocess (``python -m coretools serve``), as a host would start it; a
-server that cannot start fails these tests.
+The server runs as a subprocess (``python -m coretools serve``): the interpreter itself, as a host would
+start it, where the test checks that the servers are gone after; elsewhere forked (``server_fork``). A server
+that cannot start fails these tests.
 """
 
 from __future__ import annotations

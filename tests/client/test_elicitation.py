@@ -29,7 +29,6 @@ from coretools.client.terminal_prompt import TerminalElicitation
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 ELICIT_SERVER = HERE / "servers" / "elicit_server.py"
-
 ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 DEFAULTS = {"age": 30, "colour": "green", "newsletter": False}
 

@@ -1,7 +1,7 @@
 """The servers' instructions reach the model: attributed, capped, after the user's own, or left out.
 
 End to end with two real coretools servers on two roots (``python -m coretools serve --root``,
-as a host starts them) and the fake Gemini endpoint, and with the toy server (whose
+forked: ``server_fork``) and the fake Gemini endpoint, and with the toy server (whose
 instructions a test sets) and the fake OpenAI endpoint. The instructions each server serves
 are read independently, over a plain MCP SDK session, and compared with what the model got.
 """
