@@ -1,5 +1,9 @@
 """`coretools-mcp history` and `undo` as real subprocesses, run from another directory with absolute paths;
-two processes journaling into one workspace at once; and SIGKILL in the middle of an edit and of an undo."""
+two processes journaling into one workspace at once; and SIGKILL in the middle of an edit and of an undo.
+
+The processes are forked (`server_fork`), each still a process of its own with its own arguments, working
+directory and environment, but for the ones SIGKILLed mid-write: those are started by the interpreter, so
+the kill lands on the writing process itself at the moment chosen."""
 
 from __future__ import annotations
 
@@ -16,9 +20,15 @@ from pathlib import Path
 
 import pytest
 
+import server_fork
 from tests.conftest import REPO
 
 COMMAND = [sys.executable, "-m", "coretools"]
+
+
+def forked(argv: list[str], env: dict) -> list[str]:
+    """`argv` (this interpreter and its arguments) forked from a process that imported coretools already."""
+    return server_fork.command(argv[1:], env)
 
 
 @pytest.fixture
@@ -36,7 +46,8 @@ def elsewhere(tmp_path: Path) -> Path:
 
 
 def run(env: dict, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*COMMAND, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120, check=False)
+    return subprocess.run(forked([*COMMAND, *args], env), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120, check=False)  # fmt: skip
 
 
 def call(env: dict, root: Path, tool: str, arguments: dict, *extra: str) -> subprocess.CompletedProcess:
@@ -122,11 +133,13 @@ WORKER = textwrap.dedent(
 )
 
 
-def worker(env: dict, root: Path, name: str, count: int, size: int = 0, tag: str = "w") -> subprocess.Popen:
-    """A process that writes `name` `count` times through the editing tools' own `apply`."""
+def worker(env: dict, root: Path, name: str, count: int, size: int = 0, tag: str = "w", *, killed: bool = False) -> subprocess.Popen:
+    """A process that writes `name` `count` times through the editing tools' own `apply`; one to be `killed`
+    is the interpreter itself."""
+    argv = [sys.executable, "-c", WORKER, str(root), name, str(count), str(size), tag]
     return subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(root), name, str(count), str(size), tag],
-        env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        argv if killed else forked(argv, env),
+        env=env, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
 
@@ -174,8 +187,8 @@ def test_two_cli_processes_edit_one_workspace_at_once(root: Path, env: dict, els
     files = [root / "a.txt", root / "b.txt"]
     procs = [
         subprocess.Popen(
-            [*COMMAND, "call", "write_file", json.dumps({"file_path": str(f), "content": f.name}), "--root", str(root)],
-            env=env, cwd=elsewhere, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            forked([*COMMAND, "call", "write_file", json.dumps({"file_path": str(f), "content": f.name}), "--root", str(root)], env),
+            env=env, cwd=elsewhere, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         for f in files
     ]
@@ -191,7 +204,7 @@ VERSIONS = {bytes([c]) * SIZE for c in (65, 66, 67)}
 def test_kill_9_during_an_edit_leaves_a_usable_journal(root: Path, env: dict, elsewhere: Path, delay: float) -> None:
     big = root / "big.bin"
     big.write_bytes(b"C" * SIZE)
-    proc = worker(env, root, "big.bin", 50, SIZE)
+    proc = worker(env, root, "big.bin", 50, SIZE, killed=True)
     assert proc.stdout is not None and proc.stdout.readline()  # one edit done: the next is under way
     time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
