@@ -133,7 +133,9 @@ WORKER = textwrap.dedent(
 )
 
 
-def worker(env: dict, root: Path, name: str, count: int, size: int = 0, tag: str = "w", *, killed: bool = False) -> subprocess.Popen:
+def worker(
+    env: dict, root: Path, name: str, count: int, size: int = 0, tag: str = "w", *, killed: bool = False
+) -> subprocess.Popen:
     """A process that writes `name` `count` times through the editing tools' own `apply`; one to be `killed`
     is the interpreter itself."""
     argv = [sys.executable, "-c", WORKER, str(root), name, str(count), str(size), tag]
@@ -187,7 +189,8 @@ def test_two_cli_processes_edit_one_workspace_at_once(root: Path, env: dict, els
     files = [root / "a.txt", root / "b.txt"]
     procs = [
         subprocess.Popen(
-            forked([*COMMAND, "call", "write_file", json.dumps({"file_path": str(f), "content": f.name}), "--root", str(root)], env),
+            forked([*COMMAND, "call", "write_file", json.dumps({"file_path": str(f), "content": f.name}),
+                    "--root", str(root)], env),  # fmt: skip
             env=env, cwd=elsewhere, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         for f in files

@@ -2,7 +2,10 @@
 fallback to the SDK's threaded transport where stdin/stdout are not pipes.
 
 Real pipes and real server subprocesses throughout; the protocol itself over this transport is also covered
-by every stdio test of the other suites (the official client talks to the server over pipes).
+by every stdio test of the other suites (the official client talks to the server over pipes). The servers
+are forked (`server_fork`), which hands them the very descriptors it was given (pipes, sockets, a regular
+file) and keeps no other reference to them; the probes of the descriptors' claim at start-up run in an
+interpreter of their own.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import server_fork
 from coretools.server.stdio import HEAD_BYTES, LineReader, Oversized, Writer
 from tests.conftest import REPO
 
@@ -222,6 +226,13 @@ def test_claim_declines_when_asked_for_the_sdk_transport() -> None:
     assert "claimed=False" in done.stderr.decode()
 
 
+def _server(env: dict[str, str], *args: str) -> list[str]:
+    """`python -m coretools serve *args` under `env`, forked where it runs the default transport; the SDK's
+    is chosen by a variable read at start, which takes a fork server of its own, dearer than one server."""
+    argv = ["-m", "coretools", "serve", *args]
+    return [sys.executable, *argv] if env.get("CORETOOLS_STDIO") else server_fork.command(argv, env)
+
+
 def _requests(root: Path) -> bytes:
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -236,11 +247,11 @@ def _requests(root: Path) -> bytes:
 def _converse(root: Path, stdin_from: Path | None = None, env_extra: dict | None = None) -> dict:
     """Run a real server, send the requests (through a pipe, or from a file), and collect the replies by id.
     Stdin stays open until the read_file reply is in: a client that closes it early is asking to shut down."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), **(env_extra or {})}
+    env = {k: v for k, v in os.environ.items() if k != "CORETOOLS_STDIO"}
+    env |= {"PYTHONPATH": str(REPO), **(env_extra or {})}
     stdin = stdin_from.open("rb") if stdin_from else subprocess.PIPE
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coretools", "serve", "--root", str(root)],
-        stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        _server(env, "--root", str(root)), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
     replies: dict = {}
     try:
@@ -268,7 +279,7 @@ def _converse(root: Path, stdin_from: Path | None = None, env_extra: dict | None
 @pytest.mark.parametrize("transport", ["pipes", "sdk"])
 def test_server_answers_over_either_transport(tmp_path: Path, transport: str) -> None:
     (tmp_path / "a.txt").write_text("hello from a file\n")
-    replies = _converse(tmp_path, env_extra={"CORETOOLS_STDIO": "sdk" if transport == "sdk" else ""})
+    replies = _converse(tmp_path, env_extra={"CORETOOLS_STDIO": "sdk"} if transport == "sdk" else None)
     assert replies[1]["result"]["serverInfo"]["name"] == "coretools"
     assert replies[2]["result"]["content"][0]["text"] == "hello from a file"
 
@@ -282,8 +293,7 @@ def test_server_answers_with_stdin_from_a_regular_file(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with requests.open("rb") as stdin:
         done = subprocess.run(
-            [sys.executable, "-m", "coretools", "serve", "--root", str(tmp_path)],
-            stdin=stdin, capture_output=True, env=env, timeout=60, check=False,
+            _server(env, "--root", str(tmp_path)), stdin=stdin, capture_output=True, env=env, timeout=60, check=False
         )
     assert done.returncode == 0, done.stderr.decode()
     replies = [json.loads(line) for line in done.stdout.splitlines()]
@@ -296,7 +306,7 @@ def test_a_large_reply_to_a_slow_client_arrives_whole_and_later_requests_are_ans
     (tmp_path / "big.txt").write_text((line + "\n") * 2000)  # a ~6 MB reply
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coretools", "serve", "--root", str(tmp_path), "--max-result-chars", "0"],
+        _server(env, "--root", str(tmp_path), "--max-result-chars", "0"),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
     )
     try:
@@ -324,7 +334,7 @@ def test_a_client_that_hangs_up_mid_reply_stops_the_server_quietly(tmp_path: Pat
     (tmp_path / "big.txt").write_text(("x" * 1000 + "\n") * 2000)  # a 2 MB reply: far more than the pipe holds
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coretools", "serve", "--root", str(tmp_path)],
+        _server(env, "--root", str(tmp_path)),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -351,9 +361,9 @@ async def test_official_client_in_both_eras_over_either_transport(
 
     lines = [f"over stdio, line {i:04d}" for i in range(1500)]
     (root / "hello.txt").write_text("\n".join(lines) + "\n")  # ~33 KB: a reply larger than one pipe write
-    env = {"CORETOOLS_STDIO": "sdk" if transport == "sdk" else ""}
+    env = {"CORETOOLS_STDIO": "sdk"} if transport == "sdk" else {}  # the default: the variable unset
     with (tmp_path / "stderr.txt").open("w") as errlog:
-        async with Client(stdio_client(stdio_params([root], env=env), errlog=errlog), mode=mode) as client:
+        async with Client(stdio_client(stdio_params([root], env=env, forked=True), errlog=errlog), mode=mode) as client:
             for _ in range(3):
                 result = await client.call_tool("read_file", {"absolute_path": "hello.txt"})
                 assert text_of(result) == "\n".join(lines)
