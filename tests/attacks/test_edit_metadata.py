@@ -5,11 +5,13 @@ old content or the new once a server has started again. (The other names of a ha
 
 The server runs for real: as root in-process through the tool layer, and as another user (uid 65534) or as
 root without CAP_CHOWN (which writes a file it cannot give away in place) as a subprocess under `setpriv`,
-on real files on the real file system.
+on real files on the real file system. The server that starts after a kill runs as root with every
+capability, so it is forked (`server_fork`); its start-up, which puts interrupted writes back, is its own.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+import server_fork
 from support import REPO, call_tool, text_of
 
 pytestmark = pytest.mark.anyio
@@ -56,14 +59,22 @@ def shared() -> Path:
     shutil.rmtree(base, ignore_errors=True)
 
 
-def nobody_can_run_the_server() -> None:
-    """The server runs this interpreter and checkout as uid 65534; where that user cannot read them (a
-    private clone), these tests cannot run."""
+@functools.cache
+def _nobody_cannot_import() -> str | None:
+    """Why uid 65534 cannot import the server from this checkout, if it cannot (asked once: the answer
+    depends on the checkout's permissions only)."""
     probe = [SETPRIV, "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups", sys.executable, "-c",
              "import coretools.cli, mcp"]  # fmt: skip
     done = subprocess.run(probe, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, cwd="/", timeout=60)
-    if done.returncode != 0:
-        pytest.skip(f"uid {NOBODY} cannot run the server from this checkout ({done.stderr.strip()[-200:]}): "
+    return done.stderr.strip()[-200:] if done.returncode != 0 else None
+
+
+def nobody_can_run_the_server() -> None:
+    """The server runs this interpreter and checkout as uid 65534; where that user cannot read them (a
+    private clone), these tests cannot run."""
+    problem = _nobody_cannot_import()
+    if problem is not None:
+        pytest.skip(f"uid {NOBODY} cannot run the server from this checkout ({problem}): "
                     "clone it where every user can read it to run this test")
 
 
@@ -236,9 +247,9 @@ def test_kill_during_in_place_write_then_restart(root: Path, tmp_path: Path, sta
             proc.kill()
     if stage == "target":
         assert target.read_bytes() not in (old, b"N" * 200_000), "the kill did not land mid-write"
-    done = subprocess.run([sys.executable, "-m", "coretools", "call", "--root", str(root), "read_file",
-                           json.dumps({"absolute_path": str(target)})],  # fmt: skip
-                          capture_output=True, text=True, env=env, timeout=60)
+    restart = ["-m", "coretools", "call", "--root", str(root), "read_file", json.dumps({"absolute_path": str(target)})]
+    done = subprocess.run(server_fork.command(restart, env), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=env, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert target.read_bytes() == old
     assert not list(state_dir.glob("recovery/*"))
