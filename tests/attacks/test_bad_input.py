@@ -7,7 +7,8 @@ error carrying its id (or id null when none can be read), saying what is wrong, 
 be served as usual.
 
 Memory is the server's peak RSS (VmHWM) growth while a 200 MB line streams in: a line over the message
-limit is discarded as it arrives, never held.
+limit is discarded as it arrives, never held. Those servers are started by the interpreter, the process
+whose memory is read; the others are forked (`server_fork`), handed the very pipes or sockets.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+import server_fork
 from http_harness import REPO, HttpServer, server_command, server_env
 
 pytestmark = pytest.mark.timeout(240)
@@ -37,12 +39,18 @@ INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"nam
 class RawStdio:
     """A stdio server subprocess, its stdout read into a queue of decoded JSON-RPC messages. `wire`: "pipe"
     (as most hosts), "socket" (socket pairs, as hosts written for Node.js give), or "sdk" (pipes, and the
-    MCP SDK's threaded transport, used where the server's own cannot be)."""
+    MCP SDK's threaded transport, used where the server's own cannot be). `forked`: forked from a server that
+    imported coretools already, but for the SDK's transport, chosen by a variable read at start, which takes
+    a fork server of its own, dearer than one server."""
 
-    def __init__(self, root: Path, *flags: str, stderr: Path, wire: str = "pipe") -> None:
+    def __init__(self, root: Path, *flags: str, stderr: Path, wire: str = "pipe", forked: bool = False) -> None:
         self._err = stderr.open("wb")
-        env = server_env({"CORETOOLS_STDIO": "sdk" if wire == "sdk" else ""})
+        env = {k: v for k, v in server_env().items() if k != "CORETOOLS_STDIO"}  # the default transport
+        if wire == "sdk":
+            env["CORETOOLS_STDIO"] = "sdk"
         command = server_command([root], *flags, transport="stdio")
+        if forked and wire != "sdk":
+            command = server_fork.command(command[1:], env)
         if wire == "socket":
             ours, theirs = zip(socket.socketpair(), socket.socketpair())
             with theirs[0], theirs[1]:
@@ -124,8 +132,8 @@ class RawStdio:
 def stdio(root: Path, tmp_path: Path):
     servers: list[RawStdio] = []
 
-    def start(*flags: str, wire: str = "pipe") -> RawStdio:
-        servers.append(RawStdio(root, *flags, stderr=tmp_path / f"stderr-{len(servers)}.log", wire=wire))
+    def start(*flags: str, wire: str = "pipe", forked: bool = True) -> RawStdio:
+        servers.append(RawStdio(root, *flags, stderr=tmp_path / f"stderr-{len(servers)}.log", wire=wire, forked=forked))
         return servers[-1]
 
     yield start
@@ -144,7 +152,7 @@ def _call(request_id: Any, name: str, arguments: str) -> bytes:
 
 @pytest.mark.parametrize("wire", ["pipe", "socket"])
 def test_a_200_mb_stdio_line_is_discarded_as_it_streams_and_answered(stdio, root: Path, wire: str) -> None:
-    server = stdio(wire=wire)
+    server = stdio(wire=wire, forked=False)  # its own process: its memory is measured
     idle = server.peak()
     head = _call("huge", "write_file", '{"file_path": "huge.txt", "content": "')[:-4]
     server.send(head)
@@ -239,7 +247,7 @@ HTTP_LIMIT = 200_000
 @pytest.fixture(scope="module")
 def http(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("bad-input-http")
-    with HttpServer.start([root], "--max-message-bytes", str(HTTP_LIMIT)) as server:
+    with HttpServer.start([root], "--max-message-bytes", str(HTTP_LIMIT), forked=True) as server:
         yield server
 
 
