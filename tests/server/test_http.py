@@ -21,6 +21,7 @@ import httpx2
 import pytest
 from mcp import types
 
+import server_fork
 from http_harness import REPO, HttpServer, http_client, pid_alive, server_command, server_env, wait_for
 from support import linked_files
 
@@ -169,12 +170,17 @@ anyio.run(main, *sys.argv[1:])
 """
 
 
+def _client_command(url: str, mode: str, marker: str) -> list[str]:
+    """A client process of its own that starts a 60-second probe call. Forked (`server_fork`): killing it
+    kills the forked client with SIGKILL too, so its connections end as a vanished client's do."""
+    return server_fork.command(["-c", CLIENT_SCRIPT.format(tests=str(REPO / "tests")), url, mode, marker], server_env())
+
+
 def test_vanished_client_call_is_cancelled(mode: str, either, tmp_path: Path) -> None:
     """A client process killed mid-call (no DELETE, no cancel notification): its call is cancelled anyway."""
     server, _, _ = either
     marker = str(tmp_path / "vanish")
-    script = CLIENT_SCRIPT.format(tests=str(REPO / "tests"))
-    client = subprocess.Popen([sys.executable, "-c", script, server.url, mode, marker], env=server_env())
+    client = subprocess.Popen(_client_command(server.url, mode, marker), env=server_env())
     try:
         assert wait_for(lambda: os.path.exists(marker + ".started"), 20)
     finally:
@@ -357,8 +363,8 @@ async def test_bearer_token_required(tmp_path: Path) -> None:
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "f.txt").write_text("secret-free\n")
     token = "t0k3n-" + "x" * 40
-    env = {"CORETOOLS_TEST_TOKEN": token}
-    with HttpServer.start([tmp_path / "root"], "--auth-token-env", "CORETOOLS_TEST_TOKEN", env=env, forked=True) as server:
+    env = {"CT_TEST_TOKEN": token}
+    with HttpServer.start([tmp_path / "root"], "--auth-token-env", "CT_TEST_TOKEN", env=env, forked=True) as server:
         assert "bearer token required" in "".join(server.stderr)
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
             response = _post(server.url, headers)
@@ -402,7 +408,7 @@ def test_allowed_host_and_origin(tmp_path: Path) -> None:
 def _serve_fails(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     (tmp_path / "root").mkdir(exist_ok=True)
     return subprocess.run(
-        server_command([tmp_path / "root"], *flags),
+        server_fork.command(server_command([tmp_path / "root"], *flags)[1:], server_env(env)),
         capture_output=True,
         text=True,
         env=server_env(env),
@@ -419,9 +425,9 @@ def test_public_bind_without_token_is_refused(tmp_path: Path) -> None:
 
 
 def test_empty_token_variable_is_refused(tmp_path: Path) -> None:
-    done = _serve_fails(tmp_path, "--auth-token-env", "CORETOOLS_UNSET_TOKEN_VAR", env={"CORETOOLS_UNSET_TOKEN_VAR": ""})
+    done = _serve_fails(tmp_path, "--auth-token-env", "CT_UNSET_TOKEN_VAR", env={"CT_UNSET_TOKEN_VAR": ""})
     assert done.returncode == 2
-    assert "CORETOOLS_UNSET_TOKEN_VAR" in done.stderr and "unset or empty" in done.stderr
+    assert "CT_UNSET_TOKEN_VAR" in done.stderr and "unset or empty" in done.stderr
 
 
 def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
@@ -456,8 +462,7 @@ def test_clean_shutdown_with_calls_in_flight(tmp_path: Path, sig: int) -> None:
     (tmp_path / "root").mkdir()
     marker = str(tmp_path / "inflight")
     server = HttpServer.start([tmp_path / "root"], probe=True, forked=True)
-    script = CLIENT_SCRIPT.format(tests=str(REPO / "tests"))
-    client = subprocess.Popen([sys.executable, "-c", script, server.url, "legacy", marker], env=server_env(), stderr=subprocess.DEVNULL)
+    client = subprocess.Popen(_client_command(server.url, "legacy", marker), env=server_env(), stderr=subprocess.DEVNULL)
     try:
         assert wait_for(lambda: os.path.exists(marker + ".started"), 20)
         server.proc.send_signal(sig)
