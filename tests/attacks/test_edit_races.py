@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import server_fork
 from http_harness import HttpServer, http_client
 from support import REPO, stdio_params, text_of
 
@@ -51,8 +52,13 @@ def env_of(state_dir: Path) -> dict[str, str]:
 
 
 def call(state_dir: Path, root: Path, tool: str, args: dict, *flags: str, prefix: tuple[str, ...] = ()):
+    """`coretools-mcp call`, forked (`server_fork`) unless a `prefix` (setpriv) must shape the process
+    itself: a forked one would not inherit the capabilities the prefix drops."""
+    env = env_of(state_dir)
     argv = cli("call", "--root", str(root), *flags, tool, json.dumps(args), prefix=prefix)
-    return subprocess.run(argv, capture_output=True, text=True, env=env_of(state_dir), cwd=str(REPO), timeout=120)
+    if not prefix:
+        argv = server_fork.command(argv[1:], env)
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
 
 
 # -- two servers, one file ---------------------------------------------------------------------------------
