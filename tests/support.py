@@ -118,7 +118,10 @@ def stdio_params(roots: list[Path], *extra: str, env: dict | None = None, forked
     args = ["-m", "coretools", "serve"]
     for r in roots:
         args += ["--root", str(r)]
-    merged = {"PYTHONPATH": str(REPO), **(env or {})}
+    # The SDK's client gives a server only its default environment: the run's private state directory
+    # (conftest's `private_state_dir`) is passed on by name, so no test server journals into the user's own.
+    state = {"CORETOOLS_STATE_DIR": os.environ["CORETOOLS_STATE_DIR"]} if "CORETOOLS_STATE_DIR" in os.environ else {}
+    merged = {"PYTHONPATH": str(REPO), **state, **(env or {})}
     argv = [*args, *extra]
     if forked:
         import server_fork
