@@ -331,8 +331,9 @@ def _address(server: HttpServer) -> tuple[str, int]:
 
 @pytest.fixture(scope="module")
 def short_read_timeout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    """A server with `--read-timeout 1`; each test opens connections of its own."""
-    with HttpServer.start([tmp_path_factory.mktemp("read-timeout")], "--read-timeout", "1") as server:
+    """A server with `--read-timeout 1`; each test opens connections of its own. Forked (`server_fork`): these
+    tests only speak to it."""
+    with HttpServer.start([tmp_path_factory.mktemp("read-timeout")], "--read-timeout", "1", forked=True) as server:
         yield server
 
 
@@ -413,7 +414,7 @@ def test_junk_and_refused_requests_do_not_flood_the_log(tmp_path: Path) -> None:
     """Requests that are refused one by one (invalid HTTP, a foreign Origin or Host) leave a bounded log:
     a few lines and then a count, not a line each."""
     (tmp_path / "root").mkdir()
-    with HttpServer.start([tmp_path / "root"]) as server:
+    with HttpServer.start([tmp_path / "root"], forked=True) as server:
         host, port = _address(server)
         before = stderr_bytes(server)
         deadline = time.monotonic() + 30
