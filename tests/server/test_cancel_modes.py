@@ -29,6 +29,7 @@ import anyio
 import httpx2
 import pytest
 
+import server_fork
 from http_harness import REPO, HttpServer, http_client, pid_alive, server_env, wait_for
 from support import stdio_params
 
@@ -90,8 +91,8 @@ def cleanup(pidfile: Path) -> None:
 def http_servers(tmp_path_factory: pytest.TempPathFactory):
     """One stateful and one stateless server, both with a bearer token (the stateless one keys cancels on it)."""
     root = tmp_path_factory.mktemp("cancel-root")
-    env = {"CORETOOLS_CANCEL_TOKEN": TOKEN}
-    flags = ["--auth-token-env", "CORETOOLS_CANCEL_TOKEN", *HOST_PIDS]
+    env = {"CT_CANCEL_TOKEN": TOKEN}
+    flags = ["--auth-token-env", "CT_CANCEL_TOKEN", *HOST_PIDS]
     servers = {
         "stateful": HttpServer.start([root], *flags, env=env, forked=True),
         "stateless": HttpServer.start([root], *flags, "--stateless", env=env, forked=True),
@@ -201,7 +202,8 @@ async def test_dropped_client_kills_the_command(transport: str, mode: str, http_
     pidfile = root / f"{tmp_path.name}-drop.pid"  # inside the root: the sandbox lets the command write only there
     target = str(root) if transport == "stdio" else http_servers[0][transport].url
     script = DROP_CLIENT.format(tests=str(REPO / "tests"))
-    argv = [sys.executable, "-c", script, transport, target, mode, str(pidfile), TOKEN]
+    # Forked (`server_fork`): killing it kills the forked client with SIGKILL too, no cancel, no goodbye.
+    argv = server_fork.command(["-c", script, transport, target, mode, str(pidfile), TOKEN], server_env())
     client = subprocess.Popen(argv, env=server_env(), cwd=str(REPO))
     try:
         assert wait_for(lambda: read_pid(pidfile) is not None or client.poll() is not None, START_DEADLINE)
