@@ -225,14 +225,18 @@ async def http_client(
 ):
     """An official MCP `Client` connected to `url` (streamable HTTP), sending a bearer token when given and
     any other `headers` (a `User-Agent` of its own makes it another client to a server without sessions)."""
+    import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
     headers = dict(headers or {})
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    async with create_mcp_http_client(headers=headers) as http:
+    # The SDK's own client settings (`create_mcp_http_client`: its timeouts, redirects left off), but no TLS
+    # context for a plain-HTTP URL: building one costs ~50 ms of CPU, and the suite makes hundreds of clients.
+    timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, verify=not url.startswith("http://")) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode, **client_kwargs) as client:
             yield client
 
