@@ -38,6 +38,7 @@ def main() -> int:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.repo, capture_output=True, text=True, check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")}
     with tempfile.TemporaryDirectory(prefix="coretools-suite-") as tmp:
+        os.chmod(tmp, 0o755)  # as a checkout is: the suite runs the server as another user, who must reach it
         clone = Path(tmp) / "coretools"
         subprocess.run(["git", "clone", "--quiet", str(args.repo), str(clone)], check=True)
         log = Path(tmp) / "ci.log"
