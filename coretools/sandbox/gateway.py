@@ -64,6 +64,17 @@ from coretools.sandbox.writes import Writes, Written
 class _State:
     specs: SpecCache = field(default_factory=SpecCache)
 
+
+def _refuse_file_as_directory(loc: Location) -> None:
+    """A path ending in '/' names a directory (`Location.directory`), as the kernel reads it: `a.txt/` is
+    not the file `a.txt`, for reads as for writes."""
+    if loc.directory:
+        raise ToolError(
+            f"Not a directory: {loc.shown}/ ends with '/', which names a directory, but {loc.shown} is not one. "
+            "Drop the final '/' to read the file.",
+            ErrorKind.PATH_IS_NOT_A_DIRECTORY,
+        )
+
 class Workspace:
     """A set of root directories (the first is primary) and the operations allowed beneath them."""
 
@@ -399,18 +410,21 @@ class Workspace:
             node = self._scratch_node(loc, os.O_RDONLY)
             fd, node.fd = node.fd, -1
             with _reader(fd) as handle:
+                _refuse_file_as_directory(loc)
                 yield node, handle
             return
         fast = self._open_plain_regular(loc, exempt)
         if fast is not None:
             node, fd = fast
             with _reader(fd) as handle:
+                _refuse_file_as_directory(loc)
                 yield node, handle
             return
         node = self._open_node(loc, exempt=exempt)
         try:
             if node.is_dir:
                 raise ToolError(f"Path is a directory, not a file: {node.path}", ErrorKind.TARGET_IS_DIRECTORY)
+            _refuse_file_as_directory(loc)
             if not node.is_file:
                 raise ToolError(
                     f"Not a regular file ({kind_name(node.st.st_mode)}): {node.path}. Only regular files can be read.",

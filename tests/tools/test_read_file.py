@@ -421,3 +421,15 @@ async def test_empty_path_is_invalid(root: Path) -> None:
     result = await read(root, "  ")
     assert result.is_error
     assert "Path must be a non-empty string" in text_of(result)
+
+
+@pytest.mark.parametrize("spelling", ["{f}/", "{f}/.", "{f}//"])
+async def test_a_final_slash_names_a_directory_not_the_file(root: Path, spelling: str) -> None:
+    """`a.txt/` is not `a.txt`, as the kernel reads it (ENOTDIR): a model that meant a directory must not be
+    handed a file's content, and reads agree with writes, which refuse the same spelling."""
+    (root / "a.txt").write_text("content of a file\n")
+    result = await read(root, spelling.format(f=root / "a.txt"))
+    assert result.is_error and "content of a file" not in text_of(result)
+    assert "ends with '/'" in text_of(result) and "Drop the final '/'" in text_of(result)
+    assert result.structured["error"]["kind"] == "path_is_not_a_directory"
+    assert text_of(await read(root, root / "a.txt")).rstrip("\n") == "content of a file"
