@@ -75,6 +75,7 @@ def _refuse_file_as_directory(loc: Location) -> None:
             ErrorKind.PATH_IS_NOT_A_DIRECTORY,
         )
 
+
 class Workspace:
     """A set of root directories (the first is primary) and the operations allowed beneath them."""
 

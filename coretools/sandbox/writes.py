@@ -104,12 +104,7 @@ class Writes:
                 raise ToolError(f"File already exists: {loc.shown}", ErrorKind.ATTEMPT_TO_CREATE_EXISTING_FILE)
             if expect is not None:
                 _check_unchanged(st, expect, loc.shown)
-            rel = f"{parent_rel}/{name}" if parent_rel else name
-            shown = self.gateway.shown_path(root, rel)
-            if not self.gateway.allow_protected:
-                reason = protected_reason(rel)
-                if reason:
-                    raise ProtectedPath(shown, reason)
+            shown = self._landed(root, parent_rel, name)
             # Keep the old permissions minus set-user/group-ID: new content must not inherit them (the kernel
             # drops them too when an ordinary process writes to such a file).
             perm = stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID) if st is not None else mode
@@ -120,7 +115,7 @@ class Writes:
                     "elsewhere.",
                     ErrorKind.PERMISSION_DENIED,
                 )
-            target = os.path.join(self.gateway.roots[root].path, rel)
+            target = os.path.join(self.gateway.roots[root].path, parent_rel, name)
             if st is not None and not durable.rename_keeps_owner(st):
                 _refuse_linked(st, shown)
                 now = self._write_in_place(parent_fd, name, data, perm, st, shown, target, expect, sync_with)
@@ -248,6 +243,15 @@ class Writes:
         finally:
             os.close(fd)
 
+    def _landed(self, root: int, parent_rel: str, name: str) -> str:
+        """The shown path of the name `open_parent` reached, refused if that real place is protected (the name
+        the call gave was judged before, but a contained link in its path may lead elsewhere)."""
+        rel = f"{parent_rel}/{name}" if parent_rel else name
+        shown = self.gateway.shown_path(root, rel)
+        if not self.gateway.allow_protected and (reason := protected_reason(rel)):
+            raise ProtectedPath(shown, reason)
+        return shown
+
     def remove_file(self, loc: Location, *, expect: os.stat_result | None = None) -> str:
         """Remove the regular file `loc` names (not a link: its real path is expected), contained like every
         write; `expect` refuses if it was replaced or changed since. Returns the shown path. (Undo of an edit
@@ -283,10 +287,7 @@ class Writes:
         create_directory.)"""
         parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=False)
         try:
-            rel = f"{parent_rel}/{name}" if parent_rel else name
-            shown = self.gateway.shown_path(root, rel)
-            if not self.gateway.allow_protected and (reason := protected_reason(rel)):
-                raise ProtectedPath(shown, reason)
+            shown = self._landed(root, parent_rel, name)
             try:
                 st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
                 if not stat.S_ISDIR(st.st_mode):
@@ -318,10 +319,7 @@ class Writes:
             raise ProtectedPath(loc.shown, reason)
         parent_fd, root, parent_rel, name = self.gateway.open_parent(loc, create=True, directory=True)
         try:
-            rel = f"{parent_rel}/{name}" if parent_rel else name
-            shown = self.gateway.shown_path(root, rel)
-            if not self.gateway.allow_protected and (reason := protected_reason(rel)):
-                raise ProtectedPath(shown, reason)
+            shown = self._landed(root, parent_rel, name)
             try:
                 os.mkdir(name, 0o777, dir_fd=parent_fd)
             except FileExistsError:
